@@ -1,0 +1,236 @@
+//! The HTTP boundary: JSON in and out, and the one error type every route answers with.
+//!
+//! Errors leave as `{"error": {"code": "...", "message": "..."}}` with a fitting status. A
+//! failure of ours is an opaque 500 whose cause goes to the log, never to the client.
+
+use lambda_http::http::{StatusCode, header};
+use lambda_http::{Body, Request, Response, service_fn};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::convert::Infallible;
+use std::future::Future;
+
+/// An error answer: status, a stable machine-readable code and a message for people.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    cause: Option<anyhow::Error>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+    }
+
+    pub fn unauthenticated() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "a valid bearer token is required",
+        )
+    }
+
+    pub fn forbidden() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "FORBIDDEN",
+            "this route is for operators only",
+        )
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// A failure of ours. The client learns only that it happened; the cause is logged.
+    pub fn internal(cause: impl Into<anyhow::Error>) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "INTERNAL",
+            message: "internal error".to_owned(),
+            cause: Some(cause.into()),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The response to send, logging the cause of a 5xx on the way out.
+    pub fn into_response(self) -> Response<Body> {
+        if let Some(cause) = &self.cause {
+            tracing::error!(status = self.status.as_u16(), error = ?cause, "request failed");
+        }
+        json(
+            self.status,
+            &ErrorBody {
+                error: ErrorDetail {
+                    code: self.code,
+                    message: &self.message,
+                },
+            },
+        )
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+/// A JSON response.
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response<Body> {
+    // Serializing our own response types cannot fail; if it ever did, a 500 is the truth.
+    let (status, text) = match serde_json::to_string(body) {
+        Ok(text) => (status, text),
+        Err(err) => {
+            tracing::error!(error = %err, "failed to serialize a response");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                r#"{"error":{"code":"INTERNAL","message":"internal error"}}"#.to_owned(),
+            )
+        }
+    };
+    let mut response = Response::new(Body::Text(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The request body parsed as JSON, or a 400 that says what is wrong with it.
+pub fn parse_body<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError> {
+    let bytes: &[u8] = request.body().as_ref();
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("a JSON request body is required"));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|err| ApiError::bad_request(format!("invalid request body: {err}")))
+}
+
+/// Runs an HTTP function: every `Err` becomes its error response, so the runtime never sees
+/// a handler failure and a client never sees a bare runtime error.
+pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_http::Error>
+where
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Result<Response<Body>, ApiError>> + Send,
+{
+    lambda_http::run(service_fn(move |request| {
+        let answer = handler(request);
+        async move {
+            Ok::<_, Infallible>(match answer.await {
+                Ok(response) => response,
+                Err(err) => err.into_response(),
+            })
+        }
+    }))
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn body_json(response: &Response<Body>) -> Value {
+        serde_json::from_slice(response.body().as_ref()).unwrap()
+    }
+
+    #[test]
+    fn an_error_answers_with_the_contract_body() {
+        let response = ApiError::conflict("SOLD_OUT", "the sale is sold out").into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(
+            body_json(&response),
+            json!({"error": {"code": "SOLD_OUT", "message": "the sale is sold out"}})
+        );
+    }
+
+    #[test]
+    fn an_internal_error_hides_its_cause() {
+        let cause = anyhow::anyhow!("table arn:aws:dynamodb:secret-table is throttled");
+        let response = ApiError::internal(cause).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            body_json(&response),
+            json!({"error": {"code": "INTERNAL", "message": "internal error"}})
+        );
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Sample {
+        #[allow(dead_code)]
+        name: String,
+    }
+
+    fn request_with_body(body: &str) -> Request {
+        let mut request = Request::new(Body::Text(body.to_owned()));
+        *request.method_mut() = lambda_http::http::Method::PUT;
+        request
+    }
+
+    #[test]
+    fn a_missing_body_is_a_bad_request() {
+        let err = parse_body::<Sample>(&request_with_body("")).unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(err.message(), "a JSON request body is required");
+    }
+
+    #[test]
+    fn malformed_json_wrong_types_and_unknown_fields_are_bad_requests() {
+        for (body, expected) in [
+            ("{", "EOF while parsing"),
+            (r#"{"name": 3}"#, "invalid type: integer `3`"),
+            (r#"{"name": "a", "admin": true}"#, "unknown field `admin`"),
+        ] {
+            let err = parse_body::<Sample>(&request_with_body(body)).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body}");
+            assert!(err.message().contains(expected), "{}", err.message());
+        }
+    }
+}

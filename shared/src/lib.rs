@@ -1,0 +1,33 @@
+//! Everything the Lambda functions share: configuration, cloud clients, the HTTP boundary,
+//! the caller's identity, the adapters and the domain.
+//!
+//! # Layout
+//!
+//! - [`config`]: the environment, read once at cold start; every error names its variable.
+//! - [`cloud`]: the one `SdkConfig`, the clients derived from it and the Redis connection.
+//! - [`telemetry`]: logging, JSON in Lambda.
+//! - [`auth`]: who is calling, from the JWT authorizer's verified claims.
+//! - [`http`]: JSON in and out, and the error body and status of every route.
+//! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
+//!   Redis Lua scripts.
+//! - [`clock`]: wall-clock time as RFC 3339.
+//! - [`ids`]: identifiers parsed once at the boundary.
+//! - [`social`]: the follow product.
+//!
+//! The domain modules never name an AWS or Redis type: they take small port traits, and the
+//! adapters beside them implement those ports.
+
+pub mod auth;
+pub mod clock;
+pub mod cloud;
+pub mod config;
+pub mod dynamo;
+pub mod http;
+pub mod ids;
+pub mod queue;
+pub mod script;
+pub mod social;
+pub mod telemetry;
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,129 @@
+//! SQS adapter: send, receive and delete JSON messages on one queue.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use serde::Serialize;
+use std::time::Duration;
+
+/// Why a queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("failed to serialize the message")]
+    Serialize(#[source] serde_json::Error),
+    #[error("SQS {action} failed")]
+    Sdk {
+        action: &'static str,
+        #[source]
+        source: Box<aws_sdk_sqs::Error>,
+    },
+}
+
+impl QueueError {
+    fn sdk(action: &'static str, err: impl Into<aws_sdk_sqs::Error>) -> Self {
+        Self::Sdk {
+            action,
+            source: Box::new(err.into()),
+        }
+    }
+}
+
+/// A message taken from a queue; it comes back unless deleted before its visibility timeout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    pub message_id: String,
+    pub receipt_handle: String,
+    pub body: String,
+    /// How many times SQS has handed this message out, this time included.
+    pub receive_count: u32,
+}
+
+/// One SQS queue, by URL.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    client: Client,
+    url: String,
+}
+
+impl Queue {
+    pub fn new(client: Client, url: impl Into<String>) -> Self {
+        Self {
+            client,
+            url: url.into(),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends one JSON message, visible after `delay` (SQS allows at most 15 minutes).
+    /// Returns the message id.
+    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    pub async fn send<T: Serialize + ?Sized>(
+        &self,
+        message: &T,
+        delay: Option<Duration>,
+    ) -> Result<String, QueueError> {
+        let body = serde_json::to_string(message).map_err(QueueError::Serialize)?;
+        let delay = delay.map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
+        let output = self
+            .client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .set_delay_seconds(delay)
+            .send()
+            .await
+            .map_err(|err| QueueError::sdk("SendMessage", err))?;
+        Ok(output.message_id.unwrap_or_default())
+    }
+
+    /// Receives up to `max` (1..=10) messages, long-polling for up to `wait` (at most 20 s).
+    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    pub async fn receive(&self, max: i32, wait: Duration) -> Result<Vec<Received>, QueueError> {
+        let output = self
+            .client
+            .receive_message()
+            .queue_url(&self.url)
+            .max_number_of_messages(max.clamp(1, 10))
+            .wait_time_seconds(i32::try_from(wait.as_secs().min(20)).unwrap_or(20))
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .map_err(|err| QueueError::sdk("ReceiveMessage", err))?;
+        Ok(output
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|message| {
+                let receive_count = message
+                    .attributes
+                    .as_ref()
+                    .and_then(|attrs| {
+                        attrs.get(&MessageSystemAttributeName::ApproximateReceiveCount)
+                    })
+                    .and_then(|count| count.parse().ok())
+                    .unwrap_or(1);
+                Received {
+                    message_id: message.message_id.unwrap_or_default(),
+                    receipt_handle: message.receipt_handle.unwrap_or_default(),
+                    body: message.body.unwrap_or_default(),
+                    receive_count,
+                }
+            })
+            .collect())
+    }
+
+    /// Deletes a received message so that it is not delivered again.
+    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    pub async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError> {
+        self.client
+            .delete_message()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map_err(|err| QueueError::sdk("DeleteMessage", err))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! Redis Lua scripts, loaded once and then called by their SHA1 with `EVALSHA`.
+//!
+//! Sending the script's body with every call (`EVAL`) costs bandwidth and parsing on a hot
+//! path; instead a function loads its scripts at cold start and calls them by hash. If Redis
+//! forgets them (a restart, a failover, `SCRIPT FLUSH`), the call answers `NOSCRIPT` and the
+//! `redis` crate loads the script again and retries once.
+
+use redis::aio::ConnectionManager;
+use redis::{RedisResult, Script, ScriptInvocation};
+
+/// A Lua script with a name for the logs.
+#[derive(Clone, Debug)]
+pub struct LuaScript {
+    name: &'static str,
+    script: Script,
+}
+
+impl LuaScript {
+    pub fn new(name: &'static str, source: &str) -> Self {
+        Self {
+            name,
+            script: Script::new(source),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The SHA1 that `EVALSHA` calls it by.
+    pub fn sha(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// Loads the script into Redis (`SCRIPT LOAD`); call once at cold start.
+    #[tracing::instrument(skip_all, fields(script = self.name))]
+    pub async fn load(&self, connection: &mut ConnectionManager) -> RedisResult<()> {
+        self.script.load_async(connection).await.map(|_| ())
+    }
+
+    /// An invocation to add keys and arguments to; `invoke_async` on it sends `EVALSHA`.
+    pub fn prepare(&self) -> ScriptInvocation<'_> {
+        self.script.prepare_invoke()
+    }
+}

@@ -1,0 +1,12 @@
+//! The social follow product: profiles, follows and notifications.
+//!
+//! - [`profile`]: the domain: profiles, validation and the store port.
+//! - [`store`]: the DynamoDB adapter of the ports.
+//! - [`handlers`]: the HTTP entry points, translating requests to domain calls.
+
+pub mod handlers;
+pub mod profile;
+pub mod store;
+
+pub use profile::{DisplayName, Profile, ProfileStore, UserStatus};
+pub use store::DynamoSocialStore;

@@ -1,0 +1,110 @@
+//! User profiles: a display name, counters and a status.
+
+use crate::ids::UserId;
+use async_trait::async_trait;
+use serde::Serialize;
+
+/// A profile's status; only an active user can be followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum UserStatus {
+    Active,
+    Deactivated,
+}
+
+impl UserStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+            Self::Deactivated => "DEACTIVATED",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "ACTIVE" => Some(Self::Active),
+            "DEACTIVATED" => Some(Self::Deactivated),
+            _ => None,
+        }
+    }
+}
+
+/// A user's public profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    pub user_id: UserId,
+    pub display_name: String,
+    pub following_count: u64,
+    pub follower_count: u64,
+    pub status: UserStatus,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// A display name: trimmed, 1 to 50 characters, no control characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+/// Why a display name was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("displayName must be 1 to {max} characters without control characters", max = DisplayName::MAX_CHARS)]
+pub struct InvalidDisplayName;
+
+impl DisplayName {
+    pub const MAX_CHARS: usize = 50;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidDisplayName> {
+        let trimmed = raw.trim();
+        let chars = trimmed.chars().count();
+        if chars == 0 || chars > Self::MAX_CHARS || trimmed.chars().any(char::is_control) {
+            return Err(InvalidDisplayName);
+        }
+        Ok(Self(trimmed.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Why the profile store failed; the cause is for the log, never for the client.
+#[derive(Debug, thiserror::Error)]
+#[error("profile store failed")]
+pub struct StoreError(#[from] pub anyhow::Error);
+
+/// Where profiles live.
+#[async_trait]
+pub trait ProfileStore: Send + Sync {
+    /// Creates the caller's profile, or renames it if it exists; counters and status of an
+    /// existing profile are kept. `now` is RFC 3339.
+    async fn upsert_profile(
+        &self,
+        user: &UserId,
+        name: &DisplayName,
+        now: &str,
+    ) -> Result<Profile, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_display_name_is_trimmed() {
+        assert_eq!(DisplayName::parse("  Ada  ").unwrap().as_str(), "Ada");
+    }
+
+    #[test]
+    fn a_display_name_counts_characters_not_bytes() {
+        assert!(DisplayName::parse(&"é".repeat(50)).is_ok());
+        assert!(DisplayName::parse(&"é".repeat(51)).is_err());
+    }
+
+    #[test]
+    fn blank_and_control_character_names_are_refused() {
+        for raw in ["", "   ", "a\nb", "tab\there"] {
+            assert_eq!(DisplayName::parse(raw), Err(InvalidDisplayName), "{raw:?}");
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Transactions: all or nothing, and a failed condition says which item it was.
+
+use crate::support::{clients, create_table};
+use app::dynamo::{TransactError, Transaction, get_n, get_s, key, n};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Item {
+    Edge,
+    Counter,
+}
+
+fn put_new(table: &str, pk: &str) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(key(pk, "A")))
+        .condition_expression("attribute_not_exists(pk)")
+        .build()
+        .unwrap();
+    TransactWriteItem::builder().put(put).build()
+}
+
+fn increment(table: &str, pk: &str) -> TransactWriteItem {
+    let update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(pk, "A")))
+        .update_expression("SET hits = if_not_exists(hits, :zero) + :one")
+        .expression_attribute_values(":zero", n(0))
+        .expression_attribute_values(":one", n(1))
+        .build()
+        .unwrap();
+    TransactWriteItem::builder().update(update).build()
+}
+
+async fn exists(client: &Client, table: &str, pk: &str) -> bool {
+    client
+        .get_item()
+        .table_name(table)
+        .set_key(Some(key(pk, "A")))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .is_some()
+}
+
+#[tokio::test]
+async fn a_transaction_whose_conditions_hold_writes_every_item() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    Transaction::new()
+        .push(Item::Edge, put_new(&table, "edge"))
+        .push(Item::Counter, increment(&table, "counter"))
+        .commit(&clients.dynamodb)
+        .await
+        .unwrap();
+    assert!(exists(&clients.dynamodb, &table, "edge").await);
+    assert!(exists(&clients.dynamodb, &table, "counter").await);
+}
+
+#[tokio::test]
+async fn a_failed_condition_names_the_item_and_writes_nothing() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    clients
+        .dynamodb
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(key("edge", "A")))
+        .send()
+        .await
+        .unwrap();
+
+    let err = Transaction::new()
+        .push(Item::Counter, increment(&table, "counter"))
+        .push(Item::Edge, put_new(&table, "edge"))
+        .commit(&clients.dynamodb)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(&err, TransactError::ConditionFailed { label: Item::Edge }),
+        "{err:?}"
+    );
+    assert!(!exists(&clients.dynamodb, &table, "counter").await);
+}
+
+#[tokio::test]
+async fn concurrent_transactions_on_one_item_count_exactly() {
+    // moto races on concurrent transactions; the launcher serializes DynamoDB requests, and
+    // this test fails if that workaround is lost.
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let tasks = 16;
+    let per_task = 10;
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let client = clients.dynamodb.clone();
+        let table = table.clone();
+        handles.push(tokio::spawn(async move {
+            for i in 0..per_task {
+                Transaction::new()
+                    .push(Item::Edge, put_new(&table, &format!("edge-{task}-{i}")))
+                    .push(Item::Counter, increment(&table, "counter"))
+                    .commit(&client)
+                    .await
+                    .expect("no transaction fails");
+            }
+        }));
+    }
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    let item = clients
+        .dynamodb
+        .get_item()
+        .table_name(&table)
+        .set_key(Some(key("counter", "A")))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert_eq!(get_n::<u32>(&item, "hits").unwrap(), tasks * per_task);
+    assert_eq!(get_s(&item, "pk").unwrap(), "counter");
+}

@@ -1,0 +1,9 @@
+//! Adapter tests against the real local emulators: moto for DynamoDB and SQS, and
+//! `redis-server`. `make test` starts them and exports their endpoints; every test makes its
+//! own table, queue or key prefix, so the tests run in parallel.
+
+mod dynamo;
+mod profile_store;
+mod queue;
+mod redis_script;
+mod support;

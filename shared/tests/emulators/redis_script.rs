@@ -1,0 +1,91 @@
+//! Lua scripts: loaded once, called by hash with EVALSHA, recovered after Redis forgets them.
+
+use crate::support::{redis, unique};
+use app::script::LuaScript;
+use redis::AsyncCommands;
+
+/// Takes one unit while fewer than `limit` are taken; answers 1 when it took one.
+const TAKE_ONE: &str = r#"
+local taken = tonumber(redis.call('GET', KEYS[1]) or '0')
+if taken >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+return 1
+"#;
+
+async fn evalsha_calls(connection: &mut redis::aio::ConnectionManager) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(connection)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map(|calls| calls.parse().unwrap())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_loaded_script_is_called_by_hash_and_is_atomic() {
+    let mut connection = redis().await;
+    let key = unique("test-script");
+    let script = LuaScript::new("take_one", TAKE_ONE);
+    script.load(&mut connection).await.unwrap();
+    let exists: Vec<bool> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(script.sha())
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(exists, [true]);
+
+    let before = evalsha_calls(&mut connection).await;
+    let mut handles = Vec::new();
+    for _ in 0..20 {
+        let script = script.clone();
+        let mut connection = connection.clone();
+        let key = key.clone();
+        handles.push(tokio::spawn(async move {
+            let took: u32 = script
+                .prepare()
+                .key(&key)
+                .arg(5)
+                .invoke_async(&mut connection)
+                .await
+                .unwrap();
+            took
+        }));
+    }
+    let mut took = 0;
+    for handle in handles {
+        took += handle.await.unwrap();
+    }
+    assert_eq!(took, 5);
+    let taken: u32 = connection.get(&key).await.unwrap();
+    assert_eq!(taken, 5);
+    assert!(evalsha_calls(&mut connection).await >= before + 20);
+    let _: () = connection.del(&key).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_script_that_redis_forgot_is_loaded_again() {
+    let mut connection = redis().await;
+    let key = unique("test-script");
+    let script = LuaScript::new("take_one", TAKE_ONE);
+    script.load(&mut connection).await.unwrap();
+    // What a restart or failover does to the script cache.
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let took: u32 = script
+        .prepare()
+        .key(&key)
+        .arg(1)
+        .invoke_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(took, 1);
+    let _: () = connection.del(&key).await.unwrap();
+}

@@ -1,0 +1,65 @@
+//! What every emulator test needs: the endpoints, clients and unique names.
+
+use app::cloud::{self, Clients};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+};
+use redis::aio::ConnectionManager;
+
+fn endpoint(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set. Run these tests with `make test`, or start the emulators with \
+             `make emulators` and export the variables in .local/dev/emulators.env"
+        )
+    })
+}
+
+/// The AWS clients, pointed at the emulator by `AWS_ENDPOINT_URL` exactly as a function is.
+pub async fn clients() -> Clients {
+    endpoint("AWS_ENDPOINT_URL");
+    Clients::new(&cloud::sdk_config().await)
+}
+
+pub async fn redis() -> ConnectionManager {
+    cloud::redis(&endpoint("REDIS_URL"))
+        .await
+        .expect("the local redis-server answers")
+}
+
+/// A name no other test uses.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A fresh table with the `pk`/`sk` key layout of every table in `template.yaml`.
+pub async fn create_table(clients: &Clients) -> String {
+    let name = unique("test-table");
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap()
+    };
+    let key = |name: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(key_type)
+            .build()
+            .unwrap()
+    };
+    clients
+        .dynamodb
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("pk"))
+        .attribute_definitions(attribute("sk"))
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .send()
+        .await
+        .expect("create the test table");
+    name
+}
