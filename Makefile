@@ -1,0 +1,68 @@
+# The project's commands. `make help` lists them; a new user needs two: `make dev` and
+# `make test`. Everything they need is installed on first use, project-locally.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# nextest runs every test in its own process; plain `cargo test` works too where it's missing.
+NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
+
+.PHONY: help dev test fmt fmt-check clippy unit-test emulator-test lint-template \
+        emulators emulators-stop build release sam-build clean-local
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+dev: ## start the whole system locally (emulators now; the local cloud runner is not built yet)
+	@infra/emulators/start.sh
+	@echo
+	@echo "Not yet available: the local cloud runner (functions behind the HTTP API on"
+	@echo "127.0.0.1:3000, queue and stream consumers). Until it lands, 'make dev' gives the"
+	@echo "emulators above; source .local/dev/emulators.env to point tools at them, and stop"
+	@echo "them with 'make emulators-stop'."
+
+test: ## everything CI runs: format, clippy, unit and emulator tests, template lint
+	@infra/steps.sh \
+	  "format check|cargo fmt --all -- --check" \
+	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
+	  "unit and emulator tests|LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace" \
+	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh"
+
+fmt: ## format the code
+	cargo fmt --all
+
+fmt-check: ## check formatting
+	cargo fmt --all -- --check
+
+clippy: ## lint the code, warnings as errors
+	cargo clippy --workspace --all-targets -- -D warnings
+
+unit-test: ## the tests that need no emulator
+	$(NEXTEST) --workspace --lib --bins
+
+emulator-test: ## all tests, with emulators of their own (.local/test)
+	LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace
+
+lint-template: ## cfn-lint and sam validate --lint on template.yaml
+	infra/lint-template.sh
+
+emulators: ## start moto and redis-server for development (.local/dev)
+	infra/emulators/start.sh
+
+emulators-stop: ## stop the development emulators
+	infra/emulators/stop.sh
+
+build: ## debug build of every function
+	cargo build --workspace
+
+release: ## release build of every function (host architecture)
+	cargo build --workspace --release
+
+sam-build: ## sam build for Lambda (arm64; needs cargo-lambda and the aarch64 target)
+	infra/python/ensure-venv.sh lint
+	SAM_CLI_TELEMETRY=0 .local/venv/lint/bin/sam build --beta-features
+
+clean-local: ## stop the emulators and delete project-local state (.local)
+	-LOCAL_STATE=.local/dev infra/emulators/stop.sh
+	-LOCAL_STATE=.local/test infra/emulators/stop.sh
+	rm -rf .local
