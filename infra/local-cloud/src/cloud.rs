@@ -1,0 +1,216 @@
+//! The whole local cloud: resolve the template, provision, start the functions, the HTTP API
+//! and the event sources; and stop all of it.
+
+use crate::gateway::{self, Route};
+use crate::model::{EventSpec, Model};
+use crate::runtime::{Runtime, RuntimeOptions};
+use crate::sources::{SourceContext, Sources, Subscriber};
+use crate::template::{self, LocalNames};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The account moto answers for.
+pub const DEFAULT_ACCOUNT_ID: &str = "123456789012";
+
+/// What to run and how.
+#[derive(Clone, Debug)]
+pub struct CloudOptions {
+    pub template: PathBuf,
+    pub parameter_overrides: BTreeMap<String, String>,
+    pub stack_name: String,
+    /// Where the HTTP API listens; port 0 picks a free one.
+    pub address: SocketAddr,
+    /// Instances per function, capped by each function's reserved concurrency.
+    pub instances: u32,
+    pub binaries_dir: PathBuf,
+    pub jwt_secret: Vec<u8>,
+    pub log_invocations: bool,
+    pub account_id: String,
+    /// Endpoints, region, credentials and the Redis URL, given to every function.
+    pub function_env: BTreeMap<String, String>,
+}
+
+/// Variables of the runner's own environment that the functions get too: where the
+/// emulators are and how to sign for them.
+const PASSED_THROUGH: &[&str] = &[
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "REDIS_URL",
+];
+
+/// The pass-through variables present in this process's environment.
+pub fn function_env_from_process() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(name, _)| {
+            PASSED_THROUGH.contains(&name.as_str()) || name.starts_with("AWS_ENDPOINT_URL_")
+        })
+        .collect()
+}
+
+/// A running local cloud.
+pub struct LocalCloud {
+    pub address: SocketAddr,
+    pub model: Model,
+    runtime: Runtime,
+    sources: Sources,
+    gateway: JoinHandle<anyhow::Result<()>>,
+    stop_gateway: oneshot::Sender<()>,
+}
+
+/// Reads the template and creates its tables and queues: what `up` does first, and all that
+/// `provision` does (for `sam local start-api` against LocalStack).
+pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceContext)> {
+    let env = &options.function_env;
+    let region = env
+        .get("AWS_REGION")
+        .or_else(|| env.get("AWS_DEFAULT_REGION"))
+        .cloned()
+        .unwrap_or_else(|| "us-east-1".to_owned());
+    let sqs_endpoint = env
+        .get("AWS_ENDPOINT_URL_SQS")
+        .or_else(|| env.get("AWS_ENDPOINT_URL"))
+        .context(
+            "AWS_ENDPOINT_URL is not set: start the emulators first (`make dev` does), \
+             or point it at LocalStack",
+        )?
+        .trim_end_matches('/')
+        .to_owned();
+    let names = LocalNames {
+        stack_name: options.stack_name.clone(),
+        region: region.clone(),
+        account_id: options.account_id.clone(),
+        sqs_endpoint,
+    };
+    // The template's errors already name the file and the place in it.
+    let model = template::load(&options.template, &options.parameter_overrides, &names)?;
+
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.clone()))
+        .load()
+        .await;
+    let context = SourceContext {
+        sqs: aws_sdk_sqs::Client::new(&sdk),
+        dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
+        streams: aws_sdk_dynamodbstreams::Client::new(&sdk),
+        region,
+        account_id: options.account_id.clone(),
+    };
+    crate::provision::provision(&model, &context.dynamodb, &context.sqs)
+        .await
+        .context("failed to provision the template's tables and queues")?;
+    Ok((model, context))
+}
+
+/// The `--env-vars` file of `sam local start-api` for this model: each function's resolved
+/// environment, with the endpoint as the function containers reach it (`container_endpoint`
+/// replacing `host_endpoint` in queue URLs), and the Redis URL they reach.
+pub fn sam_env_vars(
+    model: &Model,
+    host_endpoint: &str,
+    container_endpoint: &str,
+    container_redis_url: &str,
+) -> serde_json::Value {
+    let host = host_endpoint.trim_end_matches('/');
+    let container = container_endpoint.trim_end_matches('/');
+    let mut file = serde_json::Map::new();
+    file.insert(
+        "Parameters".to_owned(),
+        serde_json::json!({
+            "AWS_ENDPOINT_URL": container,
+            "REDIS_URL": container_redis_url,
+        }),
+    );
+    for function in &model.functions {
+        let environment: serde_json::Map<String, serde_json::Value> = function
+            .environment
+            .iter()
+            .map(|(name, value)| (name.clone(), value.replace(host, container).into()))
+            .collect();
+        file.insert(function.logical_id.clone(), environment.into());
+    }
+    file.into()
+}
+
+impl LocalCloud {
+    pub async fn start(options: CloudOptions) -> anyhow::Result<Self> {
+        let (model, context) = provision(&options).await?;
+
+        let runtime = Runtime::start(
+            &model.functions,
+            RuntimeOptions {
+                binaries_dir: options.binaries_dir.clone(),
+                instances: options.instances,
+                base_env: options.function_env.clone(),
+                log_invocations: options.log_invocations,
+            },
+        )
+        .await
+        .context("failed to start the functions")?;
+
+        let mut routes = Vec::new();
+        let mut subscribers = Vec::new();
+        for spec in &model.functions {
+            let handle = runtime
+                .function(&spec.name)
+                .with_context(|| format!("function {} did not start", spec.name))?;
+            for event in &spec.events {
+                if let EventSpec::Http(route) = event {
+                    routes.push(Route {
+                        spec: route.clone(),
+                        function: handle.clone(),
+                    });
+                }
+            }
+            let instances = spec
+                .reserved_concurrency
+                .map_or(options.instances, |reserved| {
+                    reserved.min(options.instances)
+                })
+                .max(1);
+            subscribers.push(Subscriber {
+                spec: spec.clone(),
+                handle,
+                instances,
+            });
+        }
+
+        let listener = tokio::net::TcpListener::bind(options.address)
+            .await
+            .with_context(|| format!("failed to listen on {}", options.address))?;
+        let address = listener.local_addr()?;
+        let (stop_gateway, stopped) = oneshot::channel();
+        let gateway = tokio::spawn(gateway::serve(
+            listener,
+            routes,
+            options.jwt_secret.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let sources = Sources::start(&subscribers, &context);
+        Ok(Self {
+            address,
+            model,
+            runtime,
+            sources,
+            gateway,
+            stop_gateway,
+        })
+    }
+
+    /// Stops the HTTP API, the event sources and every function process.
+    pub async fn stop(self) {
+        let _ = self.stop_gateway.send(());
+        let _ = self.gateway.await;
+        self.sources.stop().await;
+        self.runtime.shutdown().await;
+    }
+}

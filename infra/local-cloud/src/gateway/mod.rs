@@ -1,0 +1,366 @@
+//! The HTTP API on 127.0.0.1: API Gateway HTTP API routing, the JWT authorizer (emulated with
+//! the runner's HS256 secret), payload format 2.0 events and responses.
+//!
+//! # Layout
+//!
+//! - this module: the server, the authorizer and the request flow.
+//! - `router`: which route a request takes.
+//! - `event`: the request event sent to the function.
+//! - `response`: the HTTP response made of the function's answer, and the gateway's errors.
+
+mod event;
+mod response;
+mod router;
+
+use crate::jwt;
+use crate::model::HttpRoute;
+use crate::runtime::{FunctionHandle, ids};
+use anyhow::Context as _;
+use base64::Engine as _;
+use bytes::Bytes;
+use http::Request;
+use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
+use http::request::Parts;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use response::HttpResponse;
+use serde_json::{Map, Value};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// API Gateway's limit on a request body.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// HTTP APIs give up on an integration after this long (503), whatever the function's
+/// timeout.
+pub const INTEGRATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long in-flight requests may finish after `shutdown` resolves.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
+
+const APIGW_REQUEST_ID: HeaderName = HeaderName::from_static("apigw-requestid");
+
+/// An HTTP API route and the function behind it.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub spec: HttpRoute,
+    pub function: FunctionHandle,
+}
+
+/// Serves the HTTP API on `listener` until `shutdown` resolves, then lets the requests in
+/// flight finish (for a few seconds at most).
+pub async fn serve(
+    listener: TcpListener,
+    routes: Vec<Route>,
+    jwt_secret: Vec<u8>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let local = listener
+        .local_addr()
+        .context("the HTTP API listener has no address")?;
+    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local)?);
+    let (closing, closed) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(connection(gateway.clone(), stream, peer, closed.clone()));
+                }
+                Err(error) => {
+                    // Out of file descriptors or the like: not fatal, try again shortly.
+                    tracing::warn!(%error, "failed to accept an HTTP API connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = closing.send(true);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        connections.abort_all();
+    }
+    Ok(())
+}
+
+async fn connection(
+    gateway: Arc<Gateway>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    mut closed: watch::Receiver<bool>,
+) {
+    let service = service_fn(move |request| {
+        let gateway = gateway.clone();
+        async move { Ok::<_, Infallible>(gateway.handle(request, peer).await) }
+    });
+    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = async { let _ = closed.wait_for(|closed| *closed).await; } => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+/// Where a route's authorizer finds the token.
+enum IdentitySource {
+    Header(HeaderName),
+    Query(String),
+}
+
+struct Target {
+    /// `METHOD /path` as written in the template.
+    route_key: Box<str>,
+    function: FunctionHandle,
+    identity: Option<IdentitySource>,
+}
+
+struct Gateway {
+    router: router::Router,
+    targets: Vec<Target>,
+    secret: Vec<u8>,
+    local: SocketAddr,
+}
+
+impl Gateway {
+    fn new(routes: Vec<Route>, secret: Vec<u8>, local: SocketAddr) -> anyhow::Result<Self> {
+        let router = router::Router::new(
+            routes
+                .iter()
+                .enumerate()
+                .map(|(i, route)| (route.spec.method.as_str(), route.spec.path.as_str(), i)),
+        )
+        .context("invalid HTTP API routes")?;
+        let targets = routes
+            .into_iter()
+            .map(|route| {
+                let identity = route
+                    .spec
+                    .authorizer
+                    .as_ref()
+                    .map(|authorizer| identity_source(&authorizer.identity_source))
+                    .transpose()
+                    .with_context(|| format!("route {} {}", route.spec.method, route.spec.path))?;
+                let route_key = if route.spec.path == "$default" {
+                    "$default".into()
+                } else {
+                    format!("{} {}", route.spec.method, route.spec.path).into()
+                };
+                Ok(Target {
+                    route_key,
+                    function: route.function,
+                    identity,
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self {
+            router,
+            targets,
+            secret,
+            local,
+        })
+    }
+
+    async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
+        let request_id = RequestId::new();
+        let mut response = self.respond(request, peer, request_id.as_str()).await;
+        response
+            .headers_mut()
+            .insert(APIGW_REQUEST_ID, request_id.header_value());
+        response
+    }
+
+    async fn respond(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+        request_id: &str,
+    ) -> HttpResponse {
+        let (parts, body) = request.into_parts();
+        let Some(matched) = self.router.find(&parts.method, parts.uri.path()) else {
+            return response::not_found();
+        };
+        let target = &self.targets[matched.target];
+        let claims = match &target.identity {
+            None => None,
+            Some(source) => match self.authorize(source, &parts) {
+                Ok(claims) => Some(claims),
+                Err(challenge) => return response::unauthorized(challenge),
+            },
+        };
+
+        let declared = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+            return response::too_large();
+        }
+        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+                return response::too_large();
+            }
+            Err(_) => return response::bad_request(),
+        };
+
+        let event = event::build(&event::Source {
+            route_key: &target.route_key,
+            parts: &parts,
+            path_params: &matched.params,
+            claims: claims.as_ref(),
+            body: &body,
+            request_id,
+            peer,
+            local: self.local,
+        });
+        let invocation = target
+            .function
+            .invoke(&target.route_key, Bytes::from(event));
+        let result = if target.function.timeout() < INTEGRATION_TIMEOUT {
+            // The function's own timeout answers first: no timer needed here.
+            invocation.await
+        } else {
+            match tokio::time::timeout(INTEGRATION_TIMEOUT, invocation).await {
+                Ok(result) => result,
+                Err(_) => return response::integration_timeout(),
+            }
+        };
+        response::from_invocation(result)
+    }
+
+    /// The verified claims, or the `www-authenticate` challenge of the 401.
+    fn authorize(
+        &self,
+        source: &IdentitySource,
+        parts: &Parts,
+    ) -> Result<Map<String, Value>, HeaderValue> {
+        let token = match source {
+            IdentitySource::Header(name) => parts
+                .headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(std::borrow::Cow::Borrowed),
+            IdentitySource::Query(name) => parts.uri.query().and_then(|query| {
+                event::query_pairs(query)
+                    .into_iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| value)
+            }),
+        };
+        let token = token.as_deref().map(strip_bearer).unwrap_or_default();
+        if token.is_empty() {
+            return Err(HeaderValue::from_static("Bearer"));
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs() as i64;
+        jwt::verify(&self.secret, token, now).map_err(|error| {
+            let challenge =
+                format!(r#"Bearer scope="" error="invalid_token" error_description="{error}""#);
+            HeaderValue::try_from(challenge).unwrap_or(HeaderValue::from_static("Bearer"))
+        })
+    }
+}
+
+/// `$request.header.Authorization` or `$request.querystring.token`.
+fn identity_source(source: &str) -> anyhow::Result<IdentitySource> {
+    // A JWT authorizer takes one source; a list would be a Lambda authorizer's.
+    let source = source.split(',').next().unwrap_or_default().trim();
+    if let Some(header) = source.strip_prefix("$request.header.") {
+        let header = HeaderName::from_bytes(header.as_bytes())
+            .with_context(|| format!("invalid identity source header {header:?}"))?;
+        return Ok(IdentitySource::Header(header));
+    }
+    if let Some(name) = source.strip_prefix("$request.querystring.") {
+        return Ok(IdentitySource::Query(name.to_owned()));
+    }
+    anyhow::bail!("unsupported identity source {source:?} (expected $request.header.<name>)")
+}
+
+/// API Gateway accepts the token with or without the `Bearer ` scheme.
+fn strip_bearer(value: &str) -> &str {
+    let value = value.trim();
+    match value.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("bearer ") => value[7..].trim_start(),
+        _ => value,
+    }
+}
+
+/// An id like API Gateway's (`Mc7UVioPPHcEKPA=`): 11 bytes in base64.
+struct RequestId([u8; 16]);
+
+impl RequestId {
+    fn new() -> Self {
+        let bits = ids::next_u128().to_be_bytes();
+        let mut text = [0u8; 16];
+        let written = base64::engine::general_purpose::STANDARD
+            .encode_slice(&bits[..11], &mut text)
+            .expect("11 bytes take 16 base64 characters");
+        debug_assert_eq!(written, 16);
+        Self(text)
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("base64 is ASCII")
+    }
+
+    fn header_value(&self) -> HeaderValue {
+        HeaderValue::from_bytes(&self.0).expect("base64 is a valid header value")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_is_stripped_case_insensitively() {
+        assert_eq!(strip_bearer("Bearer abc"), "abc");
+        assert_eq!(strip_bearer("bearer  abc "), "abc");
+        assert_eq!(strip_bearer("BEARER abc"), "abc");
+        assert_eq!(strip_bearer("abc"), "abc");
+        assert_eq!(strip_bearer("Bearer"), "Bearer");
+        assert_eq!(strip_bearer(""), "");
+    }
+
+    #[test]
+    fn identity_sources() {
+        assert!(matches!(
+            identity_source("$request.header.Authorization").unwrap(),
+            IdentitySource::Header(name) if name == "authorization"
+        ));
+        assert!(matches!(
+            identity_source("$request.querystring.token").unwrap(),
+            IdentitySource::Query(name) if name == "token"
+        ));
+        assert!(identity_source("$context.identity.sourceIp").is_err());
+    }
+
+    #[test]
+    fn request_ids_look_like_api_gateway_ones() {
+        let id = RequestId::new();
+        assert_eq!(id.as_str().len(), 16);
+        assert!(id.as_str().ends_with('='));
+        assert_ne!(RequestId::new().as_str(), id.as_str());
+    }
+}

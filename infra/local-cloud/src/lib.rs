@@ -1,0 +1,24 @@
+//! A local cloud for the SAM template, without Docker: what `sam local start-api` does, plus
+//! the event sources it cannot run.
+//!
+//! # Layout
+//!
+//! - [`model`]: the resolved deployment: tables, queues, functions and their events.
+//! - [`template`]: reads `template.yaml` (parameters, Globals, `!Ref`, `!GetAtt`, `!Sub`)
+//!   into a [`model::Model`].
+//! - [`provision`]: creates the model's tables and queues in the emulators.
+//! - [`runtime`]: runs each function's real binary behind a local Lambda Runtime API and
+//!   invokes it, one invocation at a time per instance.
+//! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
+//! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
+//! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
+//! - [`cloud`]: all of the above started together, and stopped together.
+
+pub mod cloud;
+pub mod gateway;
+pub mod jwt;
+pub mod model;
+pub mod provision;
+pub mod runtime;
+pub mod sources;
+pub mod template;

@@ -1,0 +1,203 @@
+//! `local-cloud`: run the SAM template locally, or mint a local token.
+
+use clap::{Parser, Subcommand};
+use local_cloud::cloud::{self, CloudOptions, LocalCloud};
+use local_cloud::jwt;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(version, about = "A local cloud for a SAM template, without Docker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Provision the template's tables and queues in the emulators, run every function and
+    /// serve the HTTP API until Ctrl-C.
+    Up {
+        #[arg(long, default_value = "template.yaml")]
+        template: PathBuf,
+        /// Where the HTTP API listens.
+        #[arg(long, env = "LOCAL_CLOUD_ADDRESS", default_value = "127.0.0.1:3000")]
+        address: SocketAddr,
+        /// Instances per function (capped by ReservedConcurrentExecutions).
+        #[arg(long, env = "LOCAL_CLOUD_INSTANCES", default_value_t = 2)]
+        instances: u32,
+        /// Where the built function binaries are.
+        #[arg(long, default_value = "target/debug")]
+        binaries_dir: PathBuf,
+        #[arg(long, default_value = "local")]
+        stack_name: String,
+        /// Template parameters, as NAME=VALUE.
+        #[arg(long = "parameter", value_parser = parse_pair)]
+        parameters: Vec<(String, String)>,
+        /// The account id the emulator answers for (moto: 123456789012, LocalStack: 000000000000).
+        #[arg(long, env = "LOCAL_CLOUD_ACCOUNT_ID", default_value = cloud::DEFAULT_ACCOUNT_ID)]
+        account_id: String,
+        /// Do not print a line per invocation.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Only create the template's tables and queues, e.g. in LocalStack for
+    /// `sam local start-api`, and optionally write its `--env-vars` file.
+    Provision {
+        #[arg(long, default_value = "template.yaml")]
+        template: PathBuf,
+        #[arg(long, default_value = "local")]
+        stack_name: String,
+        #[arg(long = "parameter", value_parser = parse_pair)]
+        parameters: Vec<(String, String)>,
+        #[arg(long, env = "LOCAL_CLOUD_ACCOUNT_ID", default_value = cloud::DEFAULT_ACCOUNT_ID)]
+        account_id: String,
+        /// Write the `sam local start-api --env-vars` file here.
+        #[arg(long)]
+        sam_env_vars: Option<PathBuf>,
+        /// The endpoint as function containers reach it.
+        #[arg(long, default_value = "http://localstack:4566")]
+        container_endpoint: String,
+        /// The Redis URL as function containers reach it.
+        #[arg(long, default_value = "redis://redis:6379")]
+        container_redis_url: String,
+    },
+    /// Print a token that the local HTTP API accepts.
+    Token {
+        #[arg(long)]
+        sub: String,
+        /// Comma-separated groups, e.g. admin.
+        #[arg(long, default_value = "")]
+        groups: String,
+        #[arg(long, default_value_t = 3600)]
+        ttl_seconds: u64,
+    },
+}
+
+fn parse_pair(raw: &str) -> Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("expected NAME=VALUE, got {raw:?}"))
+}
+
+fn jwt_secret() -> Vec<u8> {
+    std::env::var("LOCAL_JWT_SECRET")
+        .unwrap_or_else(|_| jwt::DEFAULT_LOCAL_SECRET.to_owned())
+        .into_bytes()
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LOCAL_CLOUD_LOG")
+                .unwrap_or_else(|_| "warn,local_cloud=info".into()),
+        )
+        .with_target(false)
+        .init();
+    match Cli::parse().command {
+        Command::Token {
+            sub,
+            groups,
+            ttl_seconds,
+        } => {
+            let groups: Vec<String> = groups
+                .split(',')
+                .map(str::trim)
+                .filter(|g| !g.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let token = jwt::local_token(
+                &jwt_secret(),
+                &sub,
+                &groups,
+                Duration::from_secs(ttl_seconds),
+            );
+            println!("{token}");
+            Ok(())
+        }
+        Command::Provision {
+            template,
+            stack_name,
+            parameters,
+            account_id,
+            sam_env_vars,
+            container_endpoint,
+            container_redis_url,
+        } => {
+            let options = CloudOptions {
+                template,
+                parameter_overrides: parameters.into_iter().collect(),
+                stack_name,
+                address: "127.0.0.1:0".parse()?,
+                instances: 1,
+                binaries_dir: PathBuf::new(),
+                jwt_secret: jwt_secret(),
+                log_invocations: false,
+                account_id,
+                function_env: cloud::function_env_from_process(),
+            };
+            let (model, _) = cloud::provision(&options).await?;
+            println!(
+                "provisioned {} tables and {} queues",
+                model.tables.len(),
+                model.queues.len()
+            );
+            if let Some(path) = sam_env_vars {
+                let host = options
+                    .function_env
+                    .get("AWS_ENDPOINT_URL")
+                    .cloned()
+                    .unwrap_or_default();
+                let file =
+                    cloud::sam_env_vars(&model, &host, &container_endpoint, &container_redis_url);
+                std::fs::write(&path, serde_json::to_string_pretty(&file)?)?;
+                println!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Command::Up {
+            template,
+            address,
+            instances,
+            binaries_dir,
+            stack_name,
+            parameters,
+            account_id,
+            quiet,
+        } => {
+            let options = CloudOptions {
+                template,
+                parameter_overrides: parameters.into_iter().collect::<BTreeMap<_, _>>(),
+                stack_name,
+                address,
+                instances: instances.max(1),
+                binaries_dir,
+                jwt_secret: jwt_secret(),
+                log_invocations: !quiet,
+                account_id,
+                function_env: cloud::function_env_from_process(),
+            };
+            let cloud = LocalCloud::start(options).await?;
+            let functions = cloud.model.functions.len();
+            println!("{functions} functions running; Ctrl-C stops everything");
+            println!("local cloud ready on http://{}", cloud.address);
+            shutdown_signal().await?;
+            println!("stopping");
+            cloud.stop().await;
+            Ok(())
+        }
+    }
+}
+
+/// Ctrl-C, or the SIGTERM that a supervisor sends.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}

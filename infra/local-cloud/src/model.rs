@@ -1,0 +1,150 @@
+//! What the runner runs, resolved from `template.yaml`: every intrinsic already replaced by
+//! local names, URLs and ARNs. The template module produces it; everything else reads it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The whole local deployment.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub stack_name: String,
+    pub tables: Vec<TableSpec>,
+    pub queues: Vec<QueueSpec>,
+    pub functions: Vec<FunctionSpec>,
+}
+
+/// An `AWS::DynamoDB::Table`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableSpec {
+    pub logical_id: String,
+    /// The physical table name.
+    pub name: String,
+    /// `(attribute name, attribute type "S" | "N" | "B")`.
+    pub attributes: Vec<(String, String)>,
+    /// `(attribute name, "HASH" | "RANGE")`.
+    pub key_schema: Vec<(String, String)>,
+    pub global_secondary_indexes: Vec<IndexSpec>,
+    pub local_secondary_indexes: Vec<IndexSpec>,
+    /// `StreamSpecification.StreamViewType`, when the table has a stream.
+    pub stream_view_type: Option<String>,
+    /// `TimeToLiveSpecification.AttributeName`, when enabled.
+    pub ttl_attribute: Option<String>,
+}
+
+/// A secondary index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexSpec {
+    pub name: String,
+    pub key_schema: Vec<(String, String)>,
+    /// `ALL`, `KEYS_ONLY` or `INCLUDE`.
+    pub projection_type: String,
+    pub non_key_attributes: Vec<String>,
+}
+
+/// An `AWS::SQS::Queue`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSpec {
+    pub logical_id: String,
+    pub name: String,
+    /// Its URL as `!Ref` gives it to the functions: `{sqs_endpoint}/{account}/{name}`.
+    /// Provisioning checks that the emulator hands out the same one.
+    pub url: String,
+    /// SQS attributes as `CreateQueue` takes them (`VisibilityTimeout`, `DelaySeconds`,
+    /// `MessageRetentionPeriod`, `RedrivePolicy` as a JSON string with the DLQ's ARN,
+    /// `FifoQueue`, ...), resolved.
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// An `AWS::Serverless::Function`, with Globals merged in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSpec {
+    pub logical_id: String,
+    /// The name the runner gives it (`AWS_LAMBDA_FUNCTION_NAME`); the logical id.
+    pub name: String,
+    /// The Cargo binary to run (`Metadata.BuildProperties.Binary`).
+    pub binary: String,
+    pub timeout: Duration,
+    pub memory_mb: u32,
+    /// `Environment.Variables`, resolved.
+    pub environment: BTreeMap<String, String>,
+    /// `ReservedConcurrentExecutions`: at most this many instances.
+    pub reserved_concurrency: Option<u32>,
+    pub events: Vec<EventSpec>,
+}
+
+/// One entry of a function's `Events`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventSpec {
+    Http(HttpRoute),
+    Sqs(SqsSource),
+    Stream(StreamSource),
+    Schedule(ScheduleSource),
+}
+
+/// An `HttpApi` event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpRoute {
+    pub event_name: String,
+    /// Upper case, or `ANY`.
+    pub method: String,
+    /// As written, e.g. `/users/{userId}/follow` or `/{proxy+}`.
+    pub path: String,
+    /// `None` when the route has `Auth.Authorizer: NONE` or the API has no authorizer.
+    pub authorizer: Option<JwtAuthorizer>,
+}
+
+/// The HttpApi's JWT authorizer as configured in the template. Locally, tokens are verified
+/// with the runner's HS256 secret instead of the issuer's keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JwtAuthorizer {
+    pub name: String,
+    /// e.g. `$request.header.Authorization`.
+    pub identity_source: String,
+}
+
+/// An `SQS` event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqsSource {
+    pub event_name: String,
+    pub queue_logical_id: String,
+    pub queue_arn: String,
+    pub queue_url: String,
+    pub batch_size: u32,
+    pub batching_window: Duration,
+    pub report_batch_item_failures: bool,
+    /// `ScalingConfig.MaximumConcurrency`.
+    pub maximum_concurrency: Option<u32>,
+    pub enabled: bool,
+}
+
+/// A `DynamoDB` (streams) event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamSource {
+    pub event_name: String,
+    pub table_logical_id: String,
+    pub table_name: String,
+    /// `TRIM_HORIZON` or `LATEST`.
+    pub starting_position: String,
+    pub batch_size: u32,
+    pub batching_window: Duration,
+    /// `FilterCriteria.Filters[].Pattern`, each parsed from its JSON string.
+    pub filters: Vec<serde_json::Value>,
+    /// `-1` (or absent) is infinite, as in Lambda.
+    pub maximum_retry_attempts: Option<i64>,
+    pub bisect_batch_on_function_error: bool,
+    /// `DestinationConfig.OnFailure.Destination` when it is an SQS queue: its URL.
+    pub on_failure_queue_url: Option<String>,
+    pub function_response_report_batch_item_failures: bool,
+    pub enabled: bool,
+}
+
+/// A `Schedule` or `ScheduleV2` event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleSource {
+    pub event_name: String,
+    /// `rate(5 minutes)` or `cron(0 12 * * ? *)`.
+    pub expression: String,
+    /// `Input`, a JSON text passed instead of the scheduled event.
+    pub input: Option<String>,
+    pub enabled: bool,
+}

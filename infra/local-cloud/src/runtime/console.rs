@@ -1,0 +1,167 @@
+//! The runner's console: what the functions print, prefixed with `[Function#n]`, and one line
+//! per invocation, all through one buffer that a thread of its own writes to stdout.
+//!
+//! Writers only append under a short lock (one per line, or one per read of a function's
+//! pipe), never block on the terminal: under load a slow terminal or pipe must not slow the
+//! invocations down. The writer thread flushes every few milliseconds.
+
+use std::io::Write as _;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+
+/// How often the writer thread flushes, at most this late.
+const FLUSH_EVERY: Duration = Duration::from_millis(20);
+/// Wake the writer early past this much.
+const FLUSH_AT: usize = 64 * 1024;
+/// Past this much unwritten output (stdout is stuck), lines are dropped and counted.
+const MAX_BUFFERED: usize = 16 * 1024 * 1024;
+/// A function's line longer than this is cut into several.
+const MAX_LINE: usize = 64 * 1024;
+
+pub(crate) struct Console {
+    buffer: Mutex<Buffer>,
+    wake: Condvar,
+    /// Held while writing to stdout, so that an explicit flush and the writer thread never
+    /// write out of order.
+    writing: Mutex<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Buffer {
+    data: Vec<u8>,
+    dropped: u64,
+}
+
+/// The process-wide console; its writer thread starts on first use.
+pub(crate) fn console() -> &'static Console {
+    static CONSOLE: OnceLock<&'static Console> = OnceLock::new();
+    CONSOLE.get_or_init(|| {
+        let console: &'static Console = Box::leak(Box::new(Console {
+            buffer: Mutex::new(Buffer::default()),
+            wake: Condvar::new(),
+            writing: Mutex::new(Vec::new()),
+        }));
+        std::thread::Builder::new()
+            .name("local-cloud-console".into())
+            .spawn(move || console.run())
+            .expect("failed to start the console thread");
+        console
+    })
+}
+
+impl Console {
+    /// Appends what `write` writes; it must write whole lines.
+    pub(crate) fn append(&self, write: impl FnOnce(&mut Vec<u8>)) {
+        let mut buffer = self.lock();
+        if buffer.data.len() >= MAX_BUFFERED {
+            buffer.dropped += 1;
+            return;
+        }
+        let before = buffer.data.len();
+        write(&mut buffer.data);
+        // Only on crossing: a notification is a syscall.
+        if before < FLUSH_AT && buffer.data.len() >= FLUSH_AT {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Writes everything appended so far to stdout now.
+    pub(crate) fn flush(&self) {
+        let mut out = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let dropped = {
+            let mut buffer = self.lock();
+            std::mem::swap(&mut buffer.data, &mut *out);
+            std::mem::take(&mut buffer.dropped)
+        };
+        if dropped > 0 {
+            let _ = writeln!(
+                out,
+                "[local-cloud] stdout could not keep up: {dropped} lines were dropped"
+            );
+        }
+        if !out.is_empty() {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(&out);
+            let _ = stdout.flush();
+            out.clear();
+            // Keep the allocation for the next swap unless a burst made it huge.
+            if out.capacity() > 4 * FLUSH_AT {
+                *out = Vec::new();
+            }
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let buffer = self.lock();
+                if buffer.data.len() < FLUSH_AT {
+                    let _unused = self
+                        .wake
+                        .wait_timeout(buffer, FLUSH_EVERY)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+            self.flush();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Buffer> {
+        self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Copies a function's stdout or stderr to the console, each line after `prefix`, until EOF.
+pub(crate) async fn pump(mut from: impl AsyncRead + Unpin, prefix: std::sync::Arc<[u8]>) {
+    let console = console();
+    let mut chunk = vec![0u8; 16 * 1024];
+    // The start of a line that the last read cut.
+    let mut partial: Vec<u8> = Vec::new();
+    loop {
+        let read = match from.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let chunk = &chunk[..read];
+        match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                console.append(|out| {
+                    for (i, line) in chunk[..last].split(|&b| b == b'\n').enumerate() {
+                        out.extend_from_slice(&prefix);
+                        if i == 0 {
+                            out.extend_from_slice(&partial);
+                        }
+                        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+                        out.push(b'\n');
+                    }
+                });
+                partial.clear();
+                partial.extend_from_slice(&chunk[last + 1..]);
+            }
+            None => partial.extend_from_slice(chunk),
+        }
+        if partial.len() >= MAX_LINE {
+            console.append(|out| line(out, &prefix, &partial));
+            partial.clear();
+        }
+    }
+    if !partial.is_empty() {
+        console.append(|out| line(out, &prefix, &partial));
+    }
+}
+
+fn line(out: &mut Vec<u8>, prefix: &[u8], text: &[u8]) {
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(text);
+    out.push(b'\n');
+}
+
+/// A line of the runner's own about one instance, e.g. why it restarts.
+pub(crate) fn note(prefix: &[u8], text: std::fmt::Arguments<'_>) {
+    console().append(|out| {
+        out.extend_from_slice(prefix);
+        let _ = out.write_fmt(text);
+        out.push(b'\n');
+    });
+}

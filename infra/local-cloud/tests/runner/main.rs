@@ -1,0 +1,6 @@
+//! The runner's own tests: the fixture template and the small fixture functions, run for real.
+
+mod gateway;
+mod provision;
+mod sources;
+mod support;
