@@ -7,19 +7,18 @@ SHELL := /bin/bash
 # nextest runs every test in its own process; plain `cargo test` works too where it's missing.
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
-.PHONY: help dev test fmt fmt-check clippy unit-test emulator-test lint-template \
+.PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build clean-local
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-dev: ## start the whole system locally (emulators now; the local cloud runner is not built yet)
-	@infra/emulators/start.sh
-	@echo
-	@echo "Not yet available: the local cloud runner (functions behind the HTTP API on"
-	@echo "127.0.0.1:3000, queue and stream consumers). Until it lands, 'make dev' gives the"
-	@echo "emulators above; source .local/dev/emulators.env to point tools at them, and stop"
-	@echo "them with 'make emulators-stop'."
+dev: ## start the whole system locally: emulators, every function, the HTTP API on :3000
+	@infra/dev.sh $(ARGS)
+
+token: ## print a local bearer token: make token SUB=alice [GROUPS=admin]
+	@test -n "$(SUB)" || { echo "usage: make token SUB=<user id> [GROUPS=admin]" >&2; exit 2; }
+	@cargo run -q -p local-cloud -- token --sub "$(SUB)" --groups "$(GROUPS)"
 
 test: ## everything CI runs: format, clippy, unit and emulator tests, template lint
 	@infra/steps.sh \
@@ -60,7 +59,7 @@ release: ## release build of every function (host architecture)
 
 sam-build: ## sam build for Lambda (arm64; needs cargo-lambda and the aarch64 target)
 	infra/python/ensure-venv.sh lint
-	SAM_CLI_TELEMETRY=0 .local/venv/lint/bin/sam build --beta-features
+	SAM_CLI_TELEMETRY=0 .local/venv/lint/bin/sam build
 
 clean-local: ## stop the emulators and delete project-local state (.local)
 	-LOCAL_STATE=.local/dev infra/emulators/stop.sh
