@@ -24,7 +24,8 @@ test: ## everything CI runs: format, clippy, unit and emulator tests, template l
 	@infra/steps.sh \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
-	  "unit and emulator tests|LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace" \
+	  "build every function and fixture binary|cargo build --workspace --bins" \
+	  "unit, emulator and local cloud tests|LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh"
 
 fmt: ## format the code
@@ -40,6 +41,7 @@ unit-test: ## the tests that need no emulator
 	$(NEXTEST) --workspace --lib --bins
 
 emulator-test: ## all tests, with emulators of their own (.local/test)
+	cargo build --workspace --bins
 	LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace
 
 lint-template: ## cfn-lint and sam validate --lint on template.yaml
