@@ -35,18 +35,8 @@ command -v "$python" >/dev/null 2>&1 || die "$python not found; install Python 3
 
 # --- probes ------------------------------------------------------------------------
 
-# Prints the command line of a live process; nothing for a zombie or a missing PID.
-cmdline_of() {
-    if [[ -r /proc/$1/cmdline ]]; then
-        tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true
-    elif [[ ! -d /proc/self ]]; then
-        ps -p "$1" -o command= 2>/dev/null || true
-    fi
-}
-
-is_ours() { # PID PATTERN
-    [[ $1 =~ ^[0-9]+$ ]] && [[ $(cmdline_of "$1") == *"$2"* ]]
-}
+# shellcheck source=infra/emulators/processes.sh
+. "$here/processes.sh"
 
 # curl and redis-cli may be missing on a fresh machine; python3 is there anyway.
 # The proxy handler is emptied so an HTTP_PROXY in the environment cannot intercept.

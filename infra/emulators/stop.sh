@@ -13,18 +13,8 @@ state_show=${LOCAL_STATE:-.local/dev}
 state=$state_show
 [[ $state == /* ]] || state="$root/$state"
 
-# Prints the command line of a live process; nothing for a zombie or a missing PID.
-cmdline_of() {
-    if [[ -r /proc/$1/cmdline ]]; then
-        tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true
-    elif [[ ! -d /proc/self ]]; then
-        ps -p "$1" -o command= 2>/dev/null || true
-    fi
-}
-
-is_ours() { # PID PATTERN
-    [[ $1 =~ ^[0-9]+$ ]] && [[ $(cmdline_of "$1") == *"$2"* ]]
-}
+# shellcheck source=infra/emulators/processes.sh
+. "$here/processes.sh"
 
 stopped_any=0
 

@@ -20,8 +20,8 @@ enum Command {
     /// Provision the template's tables and queues in the emulators, run every function and
     /// serve the HTTP API until Ctrl-C.
     Up {
-        #[arg(long, default_value = "template.yaml")]
-        template: PathBuf,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Where the HTTP API listens.
         #[arg(long, env = "LOCAL_CLOUD_ADDRESS", default_value = "127.0.0.1:3000")]
         address: SocketAddr,
@@ -31,14 +31,6 @@ enum Command {
         /// Where the built function binaries are.
         #[arg(long, default_value = "target/debug")]
         binaries_dir: PathBuf,
-        #[arg(long, default_value = "local")]
-        stack_name: String,
-        /// Template parameters, as NAME=VALUE.
-        #[arg(long = "parameter", value_parser = parse_pair)]
-        parameters: Vec<(String, String)>,
-        /// The account id the emulator answers for (moto: 123456789012, LocalStack: 000000000000).
-        #[arg(long, env = "LOCAL_CLOUD_ACCOUNT_ID", default_value = cloud::DEFAULT_ACCOUNT_ID)]
-        account_id: String,
         /// Do not print a line per invocation.
         #[arg(long)]
         quiet: bool,
@@ -46,14 +38,8 @@ enum Command {
     /// Only create the template's tables and queues, e.g. in LocalStack for
     /// `sam local start-api`, and optionally write its `--env-vars` file.
     Provision {
-        #[arg(long, default_value = "template.yaml")]
-        template: PathBuf,
-        #[arg(long, default_value = "local")]
-        stack_name: String,
-        #[arg(long = "parameter", value_parser = parse_pair)]
-        parameters: Vec<(String, String)>,
-        #[arg(long, env = "LOCAL_CLOUD_ACCOUNT_ID", default_value = cloud::DEFAULT_ACCOUNT_ID)]
-        account_id: String,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Write the `sam local start-api --env-vars` file here.
         #[arg(long)]
         sam_env_vars: Option<PathBuf>,
@@ -74,6 +60,44 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl_seconds: u64,
     },
+}
+
+/// Which template, under which local stack name, in which account.
+#[derive(clap::Args)]
+struct StackArgs {
+    #[arg(long, default_value = "template.yaml")]
+    template: PathBuf,
+    #[arg(long, default_value = "local")]
+    stack_name: String,
+    /// Template parameters, as NAME=VALUE.
+    #[arg(long = "parameter", value_parser = parse_pair)]
+    parameters: Vec<(String, String)>,
+    /// The account id the emulator answers for (moto: 123456789012, LocalStack: 000000000000).
+    #[arg(long, env = "LOCAL_CLOUD_ACCOUNT_ID", default_value = cloud::DEFAULT_ACCOUNT_ID)]
+    account_id: String,
+}
+
+impl StackArgs {
+    fn options(
+        self,
+        address: SocketAddr,
+        instances: u32,
+        binaries_dir: PathBuf,
+        quiet: bool,
+    ) -> CloudOptions {
+        CloudOptions {
+            template: self.template,
+            parameter_overrides: self.parameters.into_iter().collect::<BTreeMap<_, _>>(),
+            stack_name: self.stack_name,
+            address,
+            instances: instances.max(1),
+            binaries_dir,
+            jwt_secret: jwt_secret(),
+            log_invocations: !quiet,
+            account_id: self.account_id,
+            function_env: cloud::function_env_from_process(),
+        }
+    }
 }
 
 fn parse_pair(raw: &str) -> Result<(String, String), String> {
@@ -119,26 +143,12 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Provision {
-            template,
-            stack_name,
-            parameters,
-            account_id,
+            stack,
             sam_env_vars,
             container_endpoint,
             container_redis_url,
         } => {
-            let options = CloudOptions {
-                template,
-                parameter_overrides: parameters.into_iter().collect(),
-                stack_name,
-                address: "127.0.0.1:0".parse()?,
-                instances: 1,
-                binaries_dir: PathBuf::new(),
-                jwt_secret: jwt_secret(),
-                log_invocations: false,
-                account_id,
-                function_env: cloud::function_env_from_process(),
-            };
+            let options = stack.options("127.0.0.1:0".parse()?, 1, PathBuf::new(), true);
             let (model, _) = cloud::provision(&options).await?;
             println!(
                 "provisioned {} tables and {} queues",
@@ -159,27 +169,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Up {
-            template,
+            stack,
             address,
             instances,
             binaries_dir,
-            stack_name,
-            parameters,
-            account_id,
             quiet,
         } => {
-            let options = CloudOptions {
-                template,
-                parameter_overrides: parameters.into_iter().collect::<BTreeMap<_, _>>(),
-                stack_name,
-                address,
-                instances: instances.max(1),
-                binaries_dir,
-                jwt_secret: jwt_secret(),
-                log_invocations: !quiet,
-                account_id,
-                function_env: cloud::function_env_from_process(),
-            };
+            let options = stack.options(address, instances, binaries_dir, quiet);
             let cloud = LocalCloud::start(options).await?;
             let functions = cloud.model.functions.len();
             println!("{functions} functions running; Ctrl-C stops everything");
