@@ -11,6 +11,7 @@
 //! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
 //!   Redis Lua scripts.
 //! - [`clock`]: wall-clock time as RFC 3339.
+//! - [`events`]: the versioned event envelopes on the queues.
 //! - [`ids`]: identifiers parsed once at the boundary.
 //! - [`social`]: the follow product.
 //!
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod cloud;
 pub mod config;
 pub mod dynamo;
+pub mod events;
 pub mod http;
 pub mod ids;
 pub mod queue;

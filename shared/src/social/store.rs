@@ -1,8 +1,8 @@
 //! DynamoDB adapter of the social ports.
 //!
-//! Key design of the social table (see the README for the whole table):
-//! a profile is `pk = USER#<userId>`, `sk = PROFILE`.
+//! The key design is in [`super::keys`].
 
+use super::keys::{PROFILE_SK, user_pk};
 use super::profile::{DisplayName, Profile, ProfileStore, StoreError, UserStatus};
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{get_n, get_s, key, n, s};
@@ -19,12 +19,6 @@ pub struct DynamoSocialStore {
     client: Client,
     table: String,
 }
-
-pub(crate) fn user_pk(user: &UserId) -> String {
-    format!("USER#{user}")
-}
-
-pub(crate) const PROFILE_SK: &str = "PROFILE";
 
 impl DynamoSocialStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
