@@ -5,7 +5,7 @@ signature and ``X-Amz-Target``, so one ``AWS_ENDPOINT_URL`` serves them all), wi
 difference: requests whose ``X-Amz-Target`` starts with ``DynamoDB`` (both
 ``DynamoDB_20120810.*`` and ``DynamoDBStreams_20120810.*``) are handled one at a time.
 
-Why: moto's DynamoDB backend is not safe under concurrent requests. Its
+Why: moto's DynamoDB backend is not safe under concurrent requests. Its own
 ``TransactWriteItems`` deep-copies every table it touches as a rollback backup (and puts
 that copy back when a condition fails); a request that changes the table while the copy
 runs makes the transaction fail with HTTP 500, and a rollback can undo another request's
@@ -19,6 +19,11 @@ read only by the ``/moto-api/data.json`` dashboard), deep copies included, so ea
 transaction leaks a full copy of the tables it touched: measured with 16 clients, 800
 two-item transactions left 460 MB resident, and 3 GB on a table with a stream. Emptying
 it costs the dashboard its DynamoDB view and nothing else.
+
+moto's ``TransactWriteItems`` is also replaced (``moto_transactions.py``) by one that checks
+every condition before writing anything, as DynamoDB does: moto's own version writes, then
+swaps a copy of the table back in on a failed condition, which leaves DynamoDB Streams
+readers with phantom records and deaf to every later write.
 
 Everything else (SQS in particular, whose ``ReceiveMessage`` long polls with
 ``WaitTimeSeconds`` hold a request open for up to 20 s) stays concurrent on werkzeug's
@@ -41,6 +46,8 @@ from moto.moto_server.werkzeug_app import (
 )
 from moto.core.model_instances import model_data
 from werkzeug.serving import run_simple
+
+import moto_transactions
 
 DYNAMODB_MODEL_SERVICES = ("dynamodb", "dynamodbstreams")
 
@@ -98,6 +105,7 @@ def main():
     signal.signal(signal.SIGTERM, _exit_now)
     signal.signal(signal.SIGINT, _exit_now)
 
+    moto_transactions.install()
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     run_simple(
         args.host,
