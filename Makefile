@@ -8,7 +8,7 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
-        emulators emulators-stop build release sam-build clean-local
+        emulators emulators-stop build release sam-build clean-local dlq-replay
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -46,6 +46,11 @@ emulator-test: ## all tests, with emulators of their own (.local/test)
 
 lint-template: ## cfn-lint and sam validate --lint on template.yaml
 	infra/lint-template.sh
+
+dlq-replay: ## move a queue's DLQ messages back to it: make dlq-replay QUEUE=NotificationQueue
+	@test -n "$(QUEUE)" || { echo "usage: make dlq-replay QUEUE=<queue logical id>" >&2; exit 2; }
+	@if [ -z "$$AWS_ENDPOINT_URL" ]; then set -a; . .local/dev/emulators.env; set +a; fi; \
+	  cargo run -q -p local-cloud -- dlq-replay --queue "$(QUEUE)" $(ARGS)
 
 emulators: ## start moto and redis-server for development (.local/dev)
 	infra/emulators/start.sh

@@ -4,7 +4,7 @@
 //! failure of ours is an opaque 500 whose cause goes to the log, never to the client.
 
 use lambda_http::http::{StatusCode, header};
-use lambda_http::{Body, Request, Response, service_fn};
+use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::convert::Infallible;
@@ -55,6 +55,11 @@ impl ApiError {
 
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// A temporary refusal that the client may retry, e.g. code `RETRY`.
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
     /// A failure of ours. The client learns only that it happened; the cause is logged.
@@ -139,6 +144,23 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response<Bod
         header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// A path parameter of the route (`{name}` in its path), or a 400 naming it.
+pub fn path_parameter(request: &Request, name: &str) -> Result<String, ApiError> {
+    request
+        .path_parameters_ref()
+        .and_then(|parameters| parameters.first(name))
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::bad_request(format!("the path parameter {name} is missing")))
+}
+
+/// A query string parameter, if present (the first, if repeated).
+pub fn query_parameter(request: &Request, name: &str) -> Option<String> {
+    request
+        .query_string_parameters_ref()
+        .and_then(|parameters| parameters.first(name))
+        .map(str::to_owned)
 }
 
 /// The request body parsed as JSON, or a 400 that says what is wrong with it.

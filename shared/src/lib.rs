@@ -10,6 +10,8 @@
 //! - [`http`]: JSON in and out, and the error body and status of every route.
 //! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
 //!   Redis Lua scripts.
+//! - [`consumer`]: the SQS batch plumbing of every queue consumer (partial batch failures).
+//! - [`once`]: apply a batch of effects once: a marker per effect, one aggregated write.
 //! - [`clock`]: wall-clock time as RFC 3339.
 //! - [`events`]: the versioned event envelopes on the queues.
 //! - [`ids`]: identifiers parsed once at the boundary.
@@ -22,10 +24,12 @@ pub mod auth;
 pub mod clock;
 pub mod cloud;
 pub mod config;
+pub mod consumer;
 pub mod dynamo;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod once;
 pub mod queue;
 pub mod script;
 pub mod social;

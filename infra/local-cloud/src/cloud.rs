@@ -32,6 +32,9 @@ pub struct CloudOptions {
     pub account_id: String,
     /// Endpoints, region, credentials and the Redis URL, given to every function.
     pub function_env: BTreeMap<String, String>,
+    /// Functions whose event sources do not run, as if their event source mappings were
+    /// disabled: their messages wait in the queue (e.g. to see a backlog build and drain).
+    pub disabled_sources: Vec<String>,
 }
 
 /// Variables of the runner's own environment that the functions get too: where the
@@ -65,9 +68,9 @@ pub struct LocalCloud {
     stop_gateway: oneshot::Sender<()>,
 }
 
-/// Reads the template and creates its tables and queues: what `up` does first, and all that
-/// `provision` does (for `sam local start-api` against LocalStack).
-pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceContext)> {
+/// The local names of the template's resources: stack prefix, region, account and the SQS
+/// endpoint that queue URLs start with.
+pub fn local_names(options: &CloudOptions) -> anyhow::Result<LocalNames> {
     let env = &options.function_env;
     let region = env
         .get("AWS_REGION")
@@ -83,15 +86,27 @@ pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceC
         )?
         .trim_end_matches('/')
         .to_owned();
-    let names = LocalNames {
+    Ok(LocalNames {
         stack_name: options.stack_name.clone(),
-        region: region.clone(),
+        region,
         account_id: options.account_id.clone(),
         sqs_endpoint,
-    };
+    })
+}
+
+/// Reads the template into the model under its local names, without provisioning; returns
+/// the region too.
+pub fn load_model(options: &CloudOptions) -> anyhow::Result<(Model, String)> {
+    let names = local_names(options)?;
     // The template's errors already name the file and the place in it.
     let model = template::load(&options.template, &options.parameter_overrides, &names)?;
+    Ok((model, names.region))
+}
 
+/// Reads the template and creates its tables and queues: what `up` does first, and all that
+/// `provision` does (for `sam local start-api` against LocalStack).
+pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceContext)> {
+    let (model, region) = load_model(options)?;
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new(region.clone()))
         .load()
@@ -175,6 +190,9 @@ impl LocalCloud {
                     reserved.min(options.instances)
                 })
                 .max(1);
+            if options.disabled_sources.contains(&spec.name) {
+                continue;
+            }
             subscribers.push(Subscriber {
                 spec: spec.clone(),
                 handle,

@@ -12,6 +12,7 @@
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
+//! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 
 pub mod cloud;
@@ -19,6 +20,7 @@ pub mod gateway;
 pub mod jwt;
 pub mod model;
 pub mod provision;
+pub mod replay;
 pub mod runtime;
 pub mod sources;
 pub mod template;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use local_cloud::cloud::{self, CloudOptions, LocalCloud};
-use local_cloud::jwt;
+use local_cloud::{jwt, replay};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -34,6 +34,9 @@ enum Command {
         /// Do not print a line per invocation.
         #[arg(long)]
         quiet: bool,
+        /// Do not run this function's event sources (repeatable): its queue only fills.
+        #[arg(long = "disable-sources", value_name = "FUNCTION")]
+        disabled_sources: Vec<String>,
     },
     /// Only create the template's tables and queues, e.g. in LocalStack for
     /// `sam local start-api`, and optionally write its `--env-vars` file.
@@ -49,6 +52,14 @@ enum Command {
         /// The Redis URL as function containers reach it.
         #[arg(long, default_value = "redis://redis:6379")]
         container_redis_url: String,
+    },
+    /// Move every message of a queue's dead-letter queue (its RedrivePolicy's) back to it.
+    DlqReplay {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// The queue's logical id in the template, e.g. NotificationQueue.
+        #[arg(long)]
+        queue: String,
     },
     /// Print a token that the local HTTP API accepts.
     Token {
@@ -96,6 +107,7 @@ impl StackArgs {
             log_invocations: !quiet,
             account_id: self.account_id,
             function_env: cloud::function_env_from_process(),
+            disabled_sources: Vec::new(),
         }
     }
 }
@@ -168,14 +180,33 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::DlqReplay { stack, queue } => {
+            let options = stack.options("127.0.0.1:0".parse()?, 1, PathBuf::new(), true);
+            let (model, region) = cloud::load_model(&options)?;
+            let (queue, dlq) = replay::queue_and_dlq(&model, &queue)?;
+            let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .region(aws_config::Region::new(region))
+                .load()
+                .await;
+            let sqs = aws_sdk_sqs::Client::new(&sdk);
+            println!("replaying {} into {}", dlq.name, queue.name);
+            let moved = replay::move_messages(&sqs, &dlq.url, &queue.url, |moved| {
+                println!("  moved {moved} messages so far");
+            })
+            .await?;
+            println!("moved {moved} messages from {} to {}", dlq.name, queue.name);
+            Ok(())
+        }
         Command::Up {
             stack,
             address,
             instances,
             binaries_dir,
             quiet,
+            disabled_sources,
         } => {
-            let options = stack.options(address, instances, binaries_dir, quiet);
+            let mut options = stack.options(address, instances, binaries_dir, quiet);
+            options.disabled_sources = disabled_sources;
             let cloud = LocalCloud::start(options).await?;
             let functions = cloud.model.functions.len();
             println!("{functions} functions running; Ctrl-C stops everything");

@@ -3,6 +3,7 @@
 use crate::ids::UserId;
 use async_trait::async_trait;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// A profile's status; only an active user can be followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -84,6 +85,12 @@ pub trait ProfileStore: Send + Sync {
         name: &DisplayName,
         now: &str,
     ) -> Result<Profile, StoreError>;
+
+    /// A user's profile, if the user has one.
+    async fn get_profile(&self, user: &UserId) -> Result<Option<Profile>, StoreError>;
+
+    /// The display names of those of `users` who have a profile.
+    async fn display_names(&self, users: &[UserId]) -> Result<HashMap<UserId, String>, StoreError>;
 }
 
 #[cfg(test)]

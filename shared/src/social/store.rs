@@ -10,14 +10,15 @@ use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// The social table.
 #[derive(Clone, Debug)]
 pub struct DynamoSocialStore {
-    client: Client,
-    table: String,
+    pub(super) client: Client,
+    pub(super) table: String,
 }
 
 impl DynamoSocialStore {
@@ -45,6 +46,11 @@ fn profile_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<P
         status: UserStatus::parse(status).context("stored status is unknown")?,
         created_at: get_s(item, "createdAt")?.to_owned(),
     })
+}
+
+fn name_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<(UserId, String)> {
+    let user = UserId::parse(get_s(item, "userId")?).context("stored userId is not a valid id")?;
+    Ok((user, get_s(item, "displayName")?.to_owned()))
 }
 
 #[async_trait]
@@ -86,4 +92,69 @@ impl ProfileStore for DynamoSocialStore {
             .context("UpdateItem returned no attributes")?;
         Ok(profile_from_item(&item)?)
     }
+
+    #[tracing::instrument(skip(self))]
+    async fn get_profile(&self, user: &UserId) -> Result<Option<Profile>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+            .send()
+            .await
+            .context("failed to read the profile")?;
+        Ok(output.item.as_ref().map(profile_from_item).transpose()?)
+    }
+
+    #[tracing::instrument(skip_all, fields(users = users.len()))]
+    async fn display_names(&self, users: &[UserId]) -> Result<HashMap<UserId, String>, StoreError> {
+        let mut names = HashMap::with_capacity(users.len());
+        let mut unique: Vec<&UserId> = users.iter().collect();
+        unique.sort();
+        unique.dedup();
+        for chunk in unique.chunks(MAX_BATCH_GET) {
+            let keys = chunk
+                .iter()
+                .map(|user| key(user_pk(user), PROFILE_SK))
+                .collect();
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .projection_expression("userId, displayName")
+                .build()
+                .context("failed to build a BatchGetItem request")?;
+            let mut pending = Some(HashMap::from([(self.table.clone(), request)]));
+            let mut round = 0;
+            while let Some(request_items) = pending.take().filter(|items| !items.is_empty()) {
+                if round == MAX_BATCH_ROUNDS {
+                    return Err(anyhow::anyhow!(
+                        "BatchGetItem left keys unprocessed after {MAX_BATCH_ROUNDS} rounds"
+                    )
+                    .into());
+                }
+                if round > 0 {
+                    // Unprocessed keys mean throttling: back off before asking again.
+                    tokio::time::sleep(Duration::from_millis(20 << round)).await;
+                }
+                round += 1;
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .set_request_items(Some(request_items))
+                    .send()
+                    .await
+                    .context("failed to read display names")?;
+                for item in output.responses.unwrap_or_default().into_values().flatten() {
+                    let (user, name) = name_from_item(&item)?;
+                    names.insert(user, name);
+                }
+                pending = output.unprocessed_keys;
+            }
+        }
+        Ok(names)
+    }
 }
+
+/// DynamoDB reads at most this many items per `BatchGetItem`.
+const MAX_BATCH_GET: usize = 100;
+/// How many times to ask again for keys that `BatchGetItem` left unprocessed.
+const MAX_BATCH_ROUNDS: u32 = 4;

@@ -2,7 +2,9 @@
 //! `redis-server`. `make test` starts them and exports their endpoints; every test makes its
 //! own table, queue or key prefix, so the tests run in parallel.
 
+mod async_path;
 mod dynamo;
+mod follow_graph;
 mod profile_store;
 mod queue;
 mod redis_script;

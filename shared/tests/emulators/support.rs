@@ -2,7 +2,8 @@
 
 use app::cloud::{self, Clients};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 use redis::aio::ConnectionManager;
 
@@ -61,5 +62,52 @@ pub async fn create_table(clients: &Clients) -> String {
         .send()
         .await
         .expect("create the test table");
+    name
+}
+
+/// A fresh table shaped like `template.yaml`'s `SocialTable`: `pk`/`sk` and the follower
+/// (`gsi1`) and following (`gsi2`) indexes, projecting all attributes.
+pub async fn create_social_table(clients: &Clients) -> String {
+    let name = unique("test-social");
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap()
+    };
+    let key = |name: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(key_type)
+            .build()
+            .unwrap()
+    };
+    let index = |index: &str| {
+        GlobalSecondaryIndex::builder()
+            .index_name(index)
+            .key_schema(key(&format!("{index}pk"), KeyType::Hash))
+            .key_schema(key(&format!("{index}sk"), KeyType::Range))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .unwrap()
+    };
+    let mut request = clients
+        .dynamodb
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .global_secondary_indexes(index("gsi1"))
+        .global_secondary_indexes(index("gsi2"));
+    for attribute_name in ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"] {
+        request = request.attribute_definitions(attribute(attribute_name));
+    }
+    request.send().await.expect("create the social test table");
     name
 }

@@ -1,0 +1,15 @@
+//! `PUT /users/{userId}/follow`: the caller follows a user, in one transaction with an outbox
+//! event.
+
+use app::config::Env;
+use app::social::{DynamoSocialStore, handlers};
+use app::{cloud, http, telemetry};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    telemetry::init();
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
+    let store = DynamoSocialStore::from_env(&Env::process(), clients.dynamodb)
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    http::run(|request| handlers::follow(&store, request)).await
+}

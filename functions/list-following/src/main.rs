@@ -1,0 +1,14 @@
+//! `GET /users/{userId}/following`: whom a user follows, newest first, paged.
+
+use app::config::Env;
+use app::social::{DynamoSocialStore, handlers};
+use app::{cloud, http, telemetry};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    telemetry::init();
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
+    let store = DynamoSocialStore::from_env(&Env::process(), clients.dynamodb)
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    http::run(|request| handlers::list_following(&store, request)).await
+}

@@ -1,0 +1,117 @@
+//! The SQS batch plumbing every queue consumer shares: take the records of one invocation,
+//! hand them to a per-batch handler, and answer with an `SqsBatchResponse` that lists only
+//! the messages that must come back (`ReportBatchItemFailures`).
+//!
+//! A handler returns the ids of the messages that failed; everything else in the batch is
+//! deleted by Lambda. A message that can never succeed (not an event we understand) is
+//! failed too: after the queue's `maxReceiveCount` it lands in the dead-letter queue.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::{LambdaEvent, service_fn};
+use std::collections::BTreeSet;
+use std::convert::Infallible;
+use std::fmt::Display;
+use std::future::Future;
+
+/// One message of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub id: String,
+    pub body: String,
+}
+
+/// The messages of an SQS event.
+pub fn messages(event: SqsEvent) -> Vec<Message> {
+    event
+        .records
+        .into_iter()
+        .map(|record| Message {
+            id: record.message_id.unwrap_or_default(),
+            body: record.body.unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The batch response naming each failed message once.
+pub fn response<I: IntoIterator<Item = String>>(failed: I) -> SqsBatchResponse {
+    let failed: BTreeSet<String> = failed.into_iter().collect();
+    let mut response = SqsBatchResponse::default();
+    for id in failed {
+        response.add_failure(id);
+    }
+    response
+}
+
+/// The messages parsed into events, and the ids of those that are not events at all.
+#[derive(Debug)]
+pub struct Parsed<E> {
+    /// `(message id, event)`, in batch order.
+    pub events: Vec<(String, E)>,
+    /// Messages that can never succeed; failing them sends them to the DLQ eventually.
+    pub refused: Vec<String>,
+}
+
+/// Parses every message with `parse`, logging and refusing the ones it rejects.
+pub fn parse_each<E, Err: Display>(
+    messages: Vec<Message>,
+    parse: impl Fn(&str) -> Result<E, Err>,
+) -> Parsed<E> {
+    let mut parsed = Parsed {
+        events: Vec::new(),
+        refused: Vec::new(),
+    };
+    for message in messages {
+        match parse(&message.body) {
+            Ok(event) => parsed.events.push((message.id, event)),
+            Err(err) => {
+                tracing::error!(message_id = %message.id, error = %err, "refusing a message");
+                parsed.refused.push(message.id);
+            }
+        }
+    }
+    parsed
+}
+
+/// Runs an SQS consumer: `handler` gets each batch and returns the ids of the failed
+/// messages. It cannot fail as a whole; an infrastructure error fails the affected items.
+pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_runtime::Error>
+where
+    F: Fn(Vec<Message>) -> Fut,
+    Fut: Future<Output = Vec<String>> + Send,
+{
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let failed = handler(messages(event.payload));
+        async move { Ok::<_, Infallible>(response(failed.await)) }
+    }))
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_response_lists_each_failed_id_once() {
+        let response = response(["b".to_owned(), "a".to_owned(), "b".to_owned()]);
+        let body = serde_json::to_value(&response).unwrap();
+        assert_eq!(
+            body,
+            json!({"batchItemFailures": [{"itemIdentifier": "a"}, {"itemIdentifier": "b"}]})
+        );
+        let empty = serde_json::to_value(super::response(Vec::new())).unwrap();
+        assert_eq!(empty, json!({"batchItemFailures": []}));
+    }
+
+    #[test]
+    fn messages_come_from_the_records_and_garbage_is_refused() {
+        let event: SqsEvent = serde_json::from_value(json!({"Records": [
+            {"messageId": "m1", "body": "7", "attributes": {}, "messageAttributes": {}},
+            {"messageId": "m2", "body": "x", "attributes": {}, "messageAttributes": {}}
+        ]}))
+        .unwrap();
+        let parsed = parse_each(messages(event), |body| body.parse::<u32>());
+        assert_eq!(parsed.events, [("m1".to_owned(), 7)]);
+        assert_eq!(parsed.refused, ["m2"]);
+    }
+}

@@ -1,0 +1,232 @@
+//! Apply a batch of effects once: one transaction per aggregate with a conditional marker
+//! per effect (`attribute_not_exists`) and one aggregated write, dropping the effects whose
+//! marker says they were already applied and committing the rest again.
+//!
+//! Both social consumers and the mark-read route use it: the follower count (marker = the
+//! event, aggregate = the profile's `followerCount`), notifications (marker = the original
+//! system's unique key, aggregate = the unread count) and marking read (marker = the
+//! notification being unread, aggregate = the unread count). The aggregate is written once
+//! per commit, which is what keeps a celebrity's hot item under its write limit.
+
+use async_trait::async_trait;
+
+/// One effect, identified by its marker; `messages` are the queue messages that carry it
+/// (a duplicate delivery in the same batch adds a message, not an effect).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit<P> {
+    pub marker: String,
+    pub messages: Vec<String>,
+    pub payload: P,
+}
+
+impl<P> Unit<P> {
+    pub fn new(marker: impl Into<String>, message: impl Into<String>, payload: P) -> Self {
+        Self {
+            marker: marker.into(),
+            messages: vec![message.into()],
+            payload,
+        }
+    }
+}
+
+/// Why a commit did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum Rejected {
+    /// The marker of the unit at this index exists: that effect is already applied.
+    #[error("unit {0} was already applied")]
+    AlreadyApplied(usize),
+    /// The aggregate's condition does not hold (yet); nothing was written.
+    #[error("the aggregate's condition does not hold")]
+    Aggregate,
+    /// Anything else (throttling, conflict, network): retrying later may succeed.
+    #[error("the commit failed")]
+    Failed(#[source] anyhow::Error),
+}
+
+/// Writes some units and their aggregate in one transaction, all or nothing.
+#[async_trait]
+pub trait Commit<P: Sync>: Send + Sync {
+    async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected>;
+}
+
+/// What became of each unit.
+#[derive(Debug)]
+pub struct Outcome<P> {
+    pub applied: Vec<Unit<P>>,
+    pub already_applied: Vec<Unit<P>>,
+    /// Not applied; their messages must come back.
+    pub failed: Vec<Unit<P>>,
+}
+
+impl<P> Outcome<P> {
+    /// The messages to report failed.
+    pub fn failed_messages(&self) -> impl Iterator<Item = String> + '_ {
+        self.failed
+            .iter()
+            .flat_map(|unit| unit.messages.iter().cloned())
+    }
+}
+
+/// Merges units with the same marker: the first keeps its payload, the others add their
+/// messages (a transaction may not name one item twice).
+pub fn merge<P>(units: Vec<Unit<P>>) -> Vec<Unit<P>> {
+    let mut merged: Vec<Unit<P>> = Vec::with_capacity(units.len());
+    for unit in units {
+        match merged.iter_mut().find(|kept| kept.marker == unit.marker) {
+            Some(kept) => kept.messages.extend(unit.messages),
+            None => merged.push(unit),
+        }
+    }
+    merged
+}
+
+/// Applies `units` through `store`, at most `max_per_commit` per transaction.
+pub async fn apply_once<P: Sync>(
+    units: Vec<Unit<P>>,
+    max_per_commit: usize,
+    store: &dyn Commit<P>,
+) -> Outcome<P> {
+    let mut outcome = Outcome {
+        applied: Vec::new(),
+        already_applied: Vec::new(),
+        failed: Vec::new(),
+    };
+    let mut rest = merge(units);
+    while !rest.is_empty() {
+        let tail = rest.split_off(rest.len().min(max_per_commit.max(1)));
+        let mut chunk = std::mem::replace(&mut rest, tail);
+        // Each rejection removes one unit, so this ends.
+        loop {
+            if chunk.is_empty() {
+                break;
+            }
+            match store.commit(&chunk).await {
+                Ok(()) => {
+                    outcome.applied.append(&mut chunk);
+                    break;
+                }
+                Err(Rejected::AlreadyApplied(index)) if index < chunk.len() => {
+                    outcome.already_applied.push(chunk.remove(index));
+                }
+                Err(Rejected::Aggregate) => {
+                    tracing::info!(units = chunk.len(), "aggregate condition not met yet");
+                    outcome.failed.append(&mut chunk);
+                    break;
+                }
+                Err(err) => {
+                    tracing::error!(error = ?anyhow::Error::from(err), units = chunk.len(), "commit failed");
+                    outcome.failed.append(&mut chunk);
+                    break;
+                }
+            }
+        }
+    }
+    outcome
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    /// Markers and a sum in memory, with the semantics of the DynamoDB transaction.
+    #[derive(Default)]
+    pub(crate) struct MemoryCommit {
+        pub markers: Mutex<HashSet<String>>,
+        pub total: Mutex<i64>,
+        pub commits: Mutex<u32>,
+        pub fail: Mutex<bool>,
+    }
+
+    #[async_trait]
+    impl Commit<i64> for MemoryCommit {
+        async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
+            if *self.fail.lock().unwrap() {
+                return Err(Rejected::Failed(anyhow::anyhow!("down")));
+            }
+            let mut markers = self.markers.lock().unwrap();
+            if let Some(index) = units.iter().position(|u| markers.contains(&u.marker)) {
+                return Err(Rejected::AlreadyApplied(index));
+            }
+            let mut total = self.total.lock().unwrap();
+            let delta: i64 = units.iter().map(|u| u.payload).sum();
+            if *total + delta < 0 {
+                return Err(Rejected::Aggregate);
+            }
+            *total += delta;
+            markers.extend(units.iter().map(|u| u.marker.clone()));
+            *self.commits.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn units(spec: &[(&str, &str, i64)]) -> Vec<Unit<i64>> {
+        spec.iter()
+            .map(|(marker, message, delta)| Unit::new(*marker, *message, *delta))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_applied_in_one_commit_and_a_redelivery_changes_nothing() {
+        let store = MemoryCommit::default();
+        let batch = units(&[("e1", "m1", 1), ("e2", "m2", 1), ("e3", "m3", -1)]);
+        let outcome = apply_once(batch.clone(), 99, &store).await;
+        assert_eq!(outcome.applied.len(), 3);
+        assert_eq!(*store.total.lock().unwrap(), 1);
+        assert_eq!(*store.commits.lock().unwrap(), 1);
+
+        let outcome = apply_once(batch, 99, &store).await;
+        assert!(outcome.applied.is_empty());
+        assert_eq!(outcome.already_applied.len(), 3);
+        assert_eq!(outcome.failed_messages().count(), 0);
+        assert_eq!(*store.total.lock().unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn already_applied_units_are_dropped_and_the_rest_committed() {
+        let store = MemoryCommit::default();
+        apply_once(units(&[("e2", "m2", 1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e2", "m2", 1)]), 99, &store).await;
+        assert_eq!(outcome.applied[0].marker, "e1");
+        assert_eq!(outcome.already_applied[0].marker, "e2");
+        assert_eq!(*store.total.lock().unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn duplicates_in_one_batch_are_one_unit_with_both_messages() {
+        let store = MemoryCommit::default();
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e1", "m2", 1)]), 99, &store).await;
+        assert_eq!(outcome.applied.len(), 1);
+        assert_eq!(outcome.applied[0].messages, ["m1", "m2"]);
+        assert_eq!(*store.total.lock().unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_rejected_aggregate_fails_every_message_of_the_commit() {
+        let store = MemoryCommit::default();
+        let outcome = apply_once(units(&[("e1", "m1", -1), ("e2", "m2", -1)]), 99, &store).await;
+        let failed: Vec<String> = outcome.failed_messages().collect();
+        assert_eq!(failed, ["m1", "m2"]);
+        assert_eq!(*store.total.lock().unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn large_batches_are_split_into_bounded_commits() {
+        let store = MemoryCommit::default();
+        let many: Vec<Unit<i64>> = (0..250)
+            .map(|i| Unit::new(format!("e{i}"), format!("m{i}"), 1))
+            .collect();
+        let outcome = apply_once(many, 99, &store).await;
+        assert_eq!(outcome.applied.len(), 250);
+        assert_eq!(*store.commits.lock().unwrap(), 3);
+    }
+
+    #[tokio::test]
+    async fn an_infrastructure_failure_fails_the_units_for_a_retry() {
+        let store = MemoryCommit::default();
+        *store.fail.lock().unwrap() = true;
+        let outcome = apply_once(units(&[("e1", "m1", 1)]), 99, &store).await;
+        assert_eq!(outcome.failed_messages().collect::<Vec<_>>(), ["m1"]);
+    }
+}

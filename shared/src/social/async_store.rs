@@ -1,0 +1,415 @@
+//! Adapters of the asynchronous path's ports: the derived items in the social table
+//! (follower counts, notifications, applied markers) and the relay's SQS queues.
+//!
+//! The key design is in [`super::keys`]. Each transaction labels its items, so a cancelled
+//! one says which unit's marker already existed ([`Rejected::AlreadyApplied`]) or that the
+//! aggregate's condition failed ([`Rejected::Aggregate`]).
+
+use super::cursor::{Cursor, PageLimit};
+use super::follower_count::{CONSUMER, FollowerCountStore};
+use super::keys::{
+    APPLIED_SK, NOTIFICATION_KEY_SK, NOTIFICATION_STATE_SK, PROFILE_SK, applied_pk,
+    notification_sk, notifications_pk, user_pk,
+};
+use super::notifications::{
+    FOLLOW, NewFollow, Notification, NotificationId, NotificationStore, NotificationStoreError,
+    Page, TARGET_USER,
+};
+use super::relay::{EventSink, SendFailed};
+use crate::config::{ConfigError, Env};
+use crate::dynamo::{TransactError, Transaction, get_n, get_s, key, n, s};
+use crate::ids::UserId;
+use crate::once::{Rejected, Unit};
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long an applied marker is kept: far longer than a message can live in a queue.
+pub const MARKER_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// What an item of a transaction is, so that a failed condition names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Label {
+    Unit(usize),
+    Aggregate,
+    Other,
+}
+
+fn rejected(err: TransactError<Label>) -> Rejected {
+    match err {
+        TransactError::ConditionFailed {
+            label: Label::Unit(index),
+        } => Rejected::AlreadyApplied(index),
+        TransactError::ConditionFailed {
+            label: Label::Aggregate,
+        } => Rejected::Aggregate,
+        other => Rejected::Failed(other.into()),
+    }
+}
+
+fn epoch_seconds_after(ttl: Duration) -> u64 {
+    (SystemTime::now() + ttl)
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The derived items of the social table.
+#[derive(Clone, Debug)]
+pub struct DynamoDerivedStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoDerivedStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The store named by `SOCIAL_TABLE`.
+    pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
+        Ok(Self::new(client, env.required("SOCIAL_TABLE")?))
+    }
+
+    fn put_if_absent(&self, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .expect("table and item are set");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    fn update(
+        &self,
+        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    ) -> TransactWriteItem {
+        let update = update
+            .table_name(&self.table)
+            .build()
+            .expect("table, key and expression are set");
+        TransactWriteItem::builder().update(update).build()
+    }
+
+    fn unread_update(
+        &self,
+        user: &UserId,
+        expression: &str,
+    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+        Update::builder()
+            .set_key(Some(key(user_pk(user), NOTIFICATION_STATE_SK)))
+            .update_expression(expression)
+    }
+}
+
+fn notification_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Notification> {
+    let id = get_s(item, "notificationId")?;
+    Ok(Notification {
+        notification_id: NotificationId::parse(id).context("stored notificationId is malformed")?,
+        kind: get_s(item, "type")?.to_owned(),
+        actor_id: get_s(item, "actorId")?.to_owned(),
+        target_type: get_s(item, "targetType")?.to_owned(),
+        target_id: get_s(item, "targetId")?.to_owned(),
+        created_at: get_s(item, "createdAt")?.to_owned(),
+        read: matches!(item.get("read"), Some(AttributeValue::Bool(true))),
+    })
+}
+
+#[async_trait]
+impl FollowerCountStore for DynamoDerivedStore {
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn apply_follower_delta(
+        &self,
+        followee: &UserId,
+        units: &[Unit<i64>],
+    ) -> Result<(), Rejected> {
+        let expires_at = epoch_seconds_after(MARKER_TTL);
+        let mut transaction = Transaction::new();
+        for (index, unit) in units.iter().enumerate() {
+            let mut item = key(applied_pk(CONSUMER, &unit.marker), APPLIED_SK);
+            item.insert("expiresAt".to_owned(), n(expires_at));
+            transaction = transaction.push(Label::Unit(index), self.put_if_absent(item));
+        }
+        let delta: i64 = units.iter().map(|unit| unit.payload).sum();
+        if delta != 0 {
+            // The profile exists (a follow needs it); a negative delta needs enough followers.
+            let mut update = Update::builder()
+                .set_key(Some(key(user_pk(followee), PROFILE_SK)))
+                .update_expression("SET followerCount = followerCount + :delta")
+                .expression_attribute_values(":delta", n(delta));
+            update = if delta < 0 {
+                update
+                    .condition_expression("attribute_exists(pk) AND followerCount >= :needed")
+                    .expression_attribute_values(":needed", n(-delta))
+            } else {
+                update.condition_expression("attribute_exists(pk)")
+            };
+            transaction = transaction.push(Label::Aggregate, self.update(update));
+        }
+        transaction.commit(&self.client).await.map_err(rejected)
+    }
+}
+
+#[async_trait]
+impl NotificationStore for DynamoDerivedStore {
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn add_follow_notifications(
+        &self,
+        recipient: &UserId,
+        units: &[Unit<NewFollow>],
+    ) -> Result<(), Rejected> {
+        let mut transaction = Transaction::new();
+        for (index, unit) in units.iter().enumerate() {
+            let marker = key(&unit.marker, NOTIFICATION_KEY_SK);
+            transaction = transaction.push(Label::Unit(index), self.put_if_absent(marker));
+            let id = &unit.payload.notification_id;
+            let mut item = key(
+                notifications_pk(recipient),
+                notification_sk(id.created_at(), id.as_str()),
+            );
+            item.extend([
+                ("notificationId".to_owned(), s(id.as_str())),
+                ("type".to_owned(), s(FOLLOW)),
+                ("actorId".to_owned(), s(unit.payload.actor.as_str())),
+                ("targetType".to_owned(), s(TARGET_USER)),
+                ("targetId".to_owned(), s(recipient.as_str())),
+                ("createdAt".to_owned(), s(id.created_at())),
+                ("read".to_owned(), AttributeValue::Bool(false)),
+            ]);
+            transaction = transaction.push(Label::Other, self.put_if_absent(item));
+        }
+        let update = self
+            .unread_update(recipient, "ADD unreadCount :n")
+            .expression_attribute_values(":n", n(units.len()));
+        transaction = transaction.push(Label::Other, self.update(update));
+        transaction.commit(&self.client).await.map_err(rejected)
+    }
+
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn mark_read(
+        &self,
+        recipient: &UserId,
+        units: &[Unit<NotificationId>],
+    ) -> Result<(), Rejected> {
+        let marks = |clamp: bool| {
+            let mut transaction = Transaction::new();
+            for (index, unit) in units.iter().enumerate() {
+                let id = &unit.payload;
+                let update = Update::builder()
+                    .set_key(Some(key(
+                        notifications_pk(recipient),
+                        notification_sk(id.created_at(), id.as_str()),
+                    )))
+                    .update_expression("SET #read = :true")
+                    .condition_expression("attribute_exists(pk) AND #read = :false")
+                    .expression_attribute_names("#read", "read")
+                    .expression_attribute_values(":true", AttributeValue::Bool(true))
+                    .expression_attribute_values(":false", AttributeValue::Bool(false));
+                transaction = transaction.push(Label::Unit(index), self.update(update));
+            }
+            let update = if clamp {
+                self.unread_update(recipient, "SET unreadCount = :zero")
+                    .expression_attribute_values(":zero", n(0))
+            } else {
+                self.unread_update(recipient, "SET unreadCount = unreadCount - :n")
+                    .condition_expression("unreadCount >= :n")
+                    .expression_attribute_values(":n", n(units.len()))
+            };
+            transaction.push(Label::Aggregate, self.update(update))
+        };
+        match marks(false).commit(&self.client).await.map_err(rejected) {
+            // The count is short of what is unread (it never should be): never below zero.
+            Err(Rejected::Aggregate) => {
+                tracing::warn!(%recipient, "unread count below the unread notifications; clamping to 0");
+                marks(true).commit(&self.client).await.map_err(rejected)
+            }
+            other => other,
+        }
+    }
+
+    #[tracing::instrument(skip(self, cursor))]
+    async fn page(
+        &self,
+        recipient: &UserId,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<Page, NotificationStoreError> {
+        let pk = notifications_pk(recipient);
+        let start = match cursor {
+            None => None,
+            Some(cursor) => {
+                let (Some(cursor_pk), Some(sk), 2) = (
+                    cursor.get("pk"),
+                    cursor.get("sk"),
+                    cursor.attributes().len(),
+                ) else {
+                    return Err(NotificationStoreError::ForeignCursor);
+                };
+                if cursor_pk != pk {
+                    return Err(NotificationStoreError::ForeignCursor);
+                }
+                Some(key(cursor_pk, sk))
+            }
+        };
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(&pk))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.get()).unwrap_or(100))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .context("failed to query notifications")?;
+        let items = output
+            .items()
+            .iter()
+            .map(notification_from_item)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let next = output.last_evaluated_key().map(|last| {
+            Cursor::new(
+                last.iter()
+                    .filter_map(|(name, value)| Some((name.clone(), value.as_s().ok()?.clone())))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        });
+        Ok(Page { items, next })
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn unread_count(&self, recipient: &UserId) -> Result<u64, NotificationStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(recipient), NOTIFICATION_STATE_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the unread count")?;
+        Ok(match output.item() {
+            Some(item) => get_n(item, "unreadCount").map_err(anyhow::Error::from)?,
+            None => 0,
+        })
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn unread_ids(
+        &self,
+        recipient: &UserId,
+    ) -> Result<Vec<NotificationId>, NotificationStoreError> {
+        let mut ids = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .filter_expression("#read = :false")
+                .projection_expression("notificationId")
+                .expression_attribute_names("#read", "read")
+                .expression_attribute_values(":pk", s(notifications_pk(recipient)))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to query unread notifications")?;
+            for item in output.items() {
+                let id = get_s(item, "notificationId").map_err(anyhow::Error::from)?;
+                ids.push(NotificationId::parse(id).context("stored notificationId is malformed")?);
+            }
+            start = output.last_evaluated_key;
+            if start.is_none() {
+                return Ok(ids);
+            }
+        }
+    }
+}
+
+/// A consumer's queue, sent to with `SendMessageBatch` (10 messages a call).
+#[derive(Clone, Debug)]
+pub struct SqsEventSink {
+    client: aws_sdk_sqs::Client,
+    url: String,
+}
+
+impl SqsEventSink {
+    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> Self {
+        Self {
+            client,
+            url: url.into(),
+        }
+    }
+
+    /// The queue whose URL is in the variable `name`.
+    pub fn from_env(
+        env: &Env,
+        client: aws_sdk_sqs::Client,
+        name: &str,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self::new(client, env.required(name)?))
+    }
+}
+
+/// SQS takes at most this many messages per `SendMessageBatch`.
+const SQS_BATCH: usize = 10;
+
+#[async_trait]
+impl EventSink for SqsEventSink {
+    #[tracing::instrument(skip_all, fields(queue = %self.url, messages = bodies.len()))]
+    async fn send_all(&self, bodies: &[&str]) -> Result<(), SendFailed> {
+        for (chunk_index, chunk) in bodies.chunks(SQS_BATCH).enumerate() {
+            let offset = chunk_index * SQS_BATCH;
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, body)| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(*body)
+                        .build()
+                        .expect("id and body are set")
+                })
+                .collect();
+            let output = self
+                .client
+                .send_message_batch()
+                .queue_url(&self.url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|err| SendFailed {
+                    first_failed: offset,
+                    cause: anyhow::Error::from(aws_sdk_sqs::Error::from(err))
+                        .context("SQS SendMessageBatch failed"),
+                })?;
+            let first = output
+                .failed()
+                .iter()
+                .filter_map(|failure| failure.id().parse::<usize>().ok())
+                .min();
+            if let Some(first) = first {
+                return Err(SendFailed {
+                    first_failed: offset + first,
+                    cause: anyhow::anyhow!(
+                        "SQS refused {} of {} messages",
+                        output.failed().len(),
+                        chunk.len()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}

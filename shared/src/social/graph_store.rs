@@ -1,0 +1,455 @@
+//! DynamoDB adapter of the follow graph port: the follow and unfollow transactions and the
+//! follower and following lists.
+//!
+//! The key design is in [`super::keys`]. A follow is one `TransactWriteItems` of four items;
+//! a failed condition comes back as the item's label, which is all the domain needs to
+//! answer, so the common case costs no read.
+
+use super::cursor::{Cursor, InvalidCursor, PageLimit};
+use super::follow::{
+    Direction, EdgeEntry, EdgePage, FollowWrite, GraphChange, GraphStore, ListEdgesError,
+    Relationship, UnfollowWrite,
+};
+use super::keys::{
+    FOLLOWERS_INDEX, FOLLOWING_INDEX, OUTBOX_SK, PROFILE_SK, edge_index_sk, follow_sk,
+    followers_pk, following_pk, outbox_pk, user_pk,
+};
+use super::profile::{StoreError, UserStatus};
+use super::store::DynamoSocialStore;
+use crate::dynamo::{TransactError, Transaction, get_s, key, n, s};
+use crate::ids::UserId;
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// The items of a follow or unfollow transaction, named so that a failure says which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Item {
+    /// The followee's profile: must exist and be active (follow only).
+    Target,
+    /// The edge: must be new to follow, must exist to unfollow.
+    Edge,
+    /// The follower's profile and `followingCount`.
+    Follower,
+    /// The outbox event.
+    Outbox,
+}
+
+type Attributes = HashMap<String, AttributeValue>;
+
+impl DynamoSocialStore {
+    fn edge_key(&self, relationship: &Relationship) -> Attributes {
+        key(
+            user_pk(&relationship.follower),
+            follow_sk(&relationship.followee),
+        )
+    }
+
+    fn outbox_put(&self, change: &GraphChange) -> Result<TransactWriteItem, StoreError> {
+        let event = serde_json::to_string(&change.event).context("failed to encode the event")?;
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(HashMap::from([
+                ("pk".to_owned(), s(outbox_pk(&change.event.id))),
+                ("sk".to_owned(), s(OUTBOX_SK)),
+                ("event".to_owned(), s(event)),
+                ("expiresAt".to_owned(), n(change.event_expires_at)),
+            ])))
+            // Ids are UUIDs; the condition only makes a collision loud instead of silent.
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .context("failed to build the outbox put")?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+}
+
+fn unexpected(label: Item, what: &str) -> StoreError {
+    StoreError(anyhow::anyhow!("the condition on {label:?} failed {what}"))
+}
+
+fn transact_failure(err: TransactError<Item>) -> StoreError {
+    StoreError(anyhow::Error::new(err).context("the follow graph transaction failed"))
+}
+
+#[async_trait]
+impl GraphStore for DynamoSocialStore {
+    #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
+    async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError> {
+        let Relationship { follower, followee } = &change.relationship;
+        let target = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(followee), PROFILE_SK)))
+            .condition_expression("attribute_exists(pk) AND #status = :active")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":active", s(UserStatus::Active.as_str()))
+            .build()
+            .context("failed to build the target check")?;
+        let mut edge = self.edge_key(&change.relationship);
+        edge.extend([
+            ("entity".to_owned(), s("FOLLOW")),
+            ("followerId".to_owned(), s(follower.as_str())),
+            ("followeeId".to_owned(), s(followee.as_str())),
+            ("followedAt".to_owned(), s(&change.at)),
+            ("gsi1pk".to_owned(), s(followers_pk(followee))),
+            ("gsi1sk".to_owned(), s(edge_index_sk(&change.at, follower))),
+            ("gsi2pk".to_owned(), s(following_pk(follower))),
+            ("gsi2sk".to_owned(), s(edge_index_sk(&change.at, followee))),
+        ]);
+        let edge = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(edge))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .context("failed to build the edge put")?;
+        let count = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(follower), PROFILE_SK)))
+            .update_expression("ADD followingCount :one")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":one", n(1))
+            .build()
+            .context("failed to build the counter update")?;
+        let result = Transaction::new()
+            .push(
+                Item::Target,
+                TransactWriteItem::builder().condition_check(target).build(),
+            )
+            .push(Item::Edge, TransactWriteItem::builder().put(edge).build())
+            .push(
+                Item::Follower,
+                TransactWriteItem::builder().update(count).build(),
+            )
+            .push(Item::Outbox, self.outbox_put(change)?)
+            .commit(&self.client)
+            .await;
+        match result {
+            Ok(()) => Ok(FollowWrite::Written),
+            Err(TransactError::ConditionFailed { label }) => match label {
+                Item::Target => Ok(FollowWrite::TargetUnavailable),
+                Item::Edge => Ok(FollowWrite::AlreadyFollowing),
+                Item::Follower => Ok(FollowWrite::NoFollowerProfile),
+                Item::Outbox => Err(unexpected(label, "on a new event id")),
+            },
+            Err(TransactError::Conflict) => Ok(FollowWrite::Conflict),
+            Err(err) => Err(transact_failure(err)),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
+    async fn unfollow(&self, change: &GraphChange) -> Result<UnfollowWrite, StoreError> {
+        let edge = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.edge_key(&change.relationship)))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .context("failed to build the edge delete")?;
+        let count = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(
+                user_pk(&change.relationship.follower),
+                PROFILE_SK,
+            )))
+            .update_expression("ADD followingCount :minus_one")
+            .condition_expression("followingCount > :zero")
+            .expression_attribute_values(":minus_one", n(-1))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .context("failed to build the counter update")?;
+        let result = Transaction::new()
+            .push(
+                Item::Edge,
+                TransactWriteItem::builder().delete(edge).build(),
+            )
+            .push(
+                Item::Follower,
+                TransactWriteItem::builder().update(count).build(),
+            )
+            .push(Item::Outbox, self.outbox_put(change)?)
+            .commit(&self.client)
+            .await;
+        match result {
+            Ok(()) => Ok(UnfollowWrite::Written),
+            Err(TransactError::ConditionFailed { label: Item::Edge }) => {
+                Ok(UnfollowWrite::NotFollowing)
+            }
+            // An edge whose follower counts no following: the counter is out of step with
+            // the edges. Refuse rather than make it negative; the log says which user.
+            Err(TransactError::ConditionFailed { label }) => Err(unexpected(
+                label,
+                "while the edge exists (followingCount out of step)",
+            )),
+            Err(TransactError::Conflict) => Ok(UnfollowWrite::Conflict),
+            Err(err) => Err(transact_failure(err)),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(follower = %relationship.follower, followee = %relationship.followee))]
+    async fn followed_at(&self, relationship: &Relationship) -> Result<Option<String>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.edge_key(relationship)))
+            .projection_expression("followedAt")
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the edge")?;
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        let at = get_s(&item, "followedAt").context("bad edge item")?;
+        Ok(Some(at.to_owned()))
+    }
+
+    #[tracing::instrument(skip(self, cursor))]
+    async fn list_edges(
+        &self,
+        user: &UserId,
+        direction: Direction,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<EdgePage, ListEdgesError> {
+        let index = ListIndex::of(direction);
+        let partition = index.partition(user);
+        let start = cursor
+            .map(|cursor| index.start_key(user, cursor))
+            .transpose()?;
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index.name)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", index.pk)
+            .expression_attribute_values(":pk", s(partition))
+            .scan_index_forward(false)
+            .limit(limit.get() as i32)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .context("failed to query the follow index")
+            .map_err(StoreError)?;
+        let entries = output
+            .items()
+            .iter()
+            .map(|item| {
+                let user = get_s(item, index.other)?;
+                Ok(EdgeEntry {
+                    user: UserId::parse(user).context("stored user id is not a valid id")?,
+                    followed_at: get_s(item, "followedAt")?.to_owned(),
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map_err(StoreError)?;
+        let next = output
+            .last_evaluated_key
+            .map(|last| cursor_of(&last))
+            .transpose()?;
+        Ok(EdgePage { entries, next })
+    }
+}
+
+/// An index that lists one side of the graph, and how its cursors must look.
+struct ListIndex {
+    name: &'static str,
+    pk: &'static str,
+    sk: &'static str,
+    /// The attribute naming the other user of an edge.
+    other: &'static str,
+    direction: Direction,
+}
+
+impl ListIndex {
+    fn of(direction: Direction) -> Self {
+        match direction {
+            Direction::Followers => Self {
+                name: FOLLOWERS_INDEX,
+                pk: "gsi1pk",
+                sk: "gsi1sk",
+                other: "followerId",
+                direction,
+            },
+            Direction::Following => Self {
+                name: FOLLOWING_INDEX,
+                pk: "gsi2pk",
+                sk: "gsi2sk",
+                other: "followeeId",
+                direction,
+            },
+        }
+    }
+
+    fn partition(&self, user: &UserId) -> String {
+        match self.direction {
+            Direction::Followers => followers_pk(user),
+            Direction::Following => following_pk(user),
+        }
+    }
+
+    /// The `ExclusiveStartKey` of a cursor, if the cursor is the key of an edge in this list:
+    /// exactly the table's and the index's key attributes, on this user's partition, and
+    /// consistent with each other. Anything else was not made by us for this list.
+    fn start_key(&self, user: &UserId, cursor: &Cursor) -> Result<Attributes, InvalidCursor> {
+        let attributes = cursor.attributes();
+        let expected = ["pk", "sk", self.pk, self.sk];
+        if attributes.len() != expected.len()
+            || !expected.iter().all(|name| attributes.contains_key(*name))
+        {
+            return Err(InvalidCursor);
+        }
+        let get = |name: &str| cursor.get(name).ok_or(InvalidCursor);
+        if get(self.pk)? != self.partition(user) {
+            return Err(InvalidCursor);
+        }
+        let follower = parse_id(get("pk")?.strip_prefix("USER#"))?;
+        let followee = parse_id(get("sk")?.strip_prefix("FOLLOWS#"))?;
+        let (owner, other) = match self.direction {
+            Direction::Followers => (followee, follower),
+            Direction::Following => (follower, followee),
+        };
+        let at = get(self.sk)?
+            .strip_suffix(other.as_str())
+            .and_then(|rest| rest.strip_suffix('#'))
+            .ok_or(InvalidCursor)?;
+        if &owner != user || at.is_empty() {
+            return Err(InvalidCursor);
+        }
+        Ok(attributes
+            .iter()
+            .map(|(name, value)| (name.clone(), s(value)))
+            .collect())
+    }
+}
+
+fn parse_id(raw: Option<&str>) -> Result<UserId, InvalidCursor> {
+    raw.and_then(|raw| UserId::parse(raw).ok())
+        .ok_or(InvalidCursor)
+}
+
+fn cursor_of(last: &Attributes) -> Result<Cursor, StoreError> {
+    let attributes = last
+        .iter()
+        .map(|(name, value)| match value {
+            AttributeValue::S(text) => Ok((name.clone(), text.clone())),
+            _ => Err(anyhow::anyhow!(
+                "LastEvaluatedKey attribute {name} is not a string"
+            )),
+        })
+        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    Ok(Cursor::new(attributes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cursor(pairs: &[(&str, &str)]) -> Cursor {
+        Cursor::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn bob() -> UserId {
+        UserId::parse("bob").unwrap()
+    }
+
+    const AT: &str = "2026-11-30T18:00:00.000000Z";
+
+    #[test]
+    fn a_followers_cursor_of_this_list_becomes_the_start_key() {
+        let index = ListIndex::of(Direction::Followers);
+        let good = cursor(&[
+            ("pk", "USER#ada"),
+            ("sk", "FOLLOWS#bob"),
+            ("gsi1pk", "FOLLOWERS#bob"),
+            ("gsi1sk", &format!("{AT}#ada")),
+        ]);
+        let key = index.start_key(&bob(), &good).unwrap();
+        assert_eq!(key["gsi1pk"], s("FOLLOWERS#bob"));
+        assert_eq!(key.len(), 4);
+    }
+
+    #[test]
+    fn a_following_cursor_of_this_list_becomes_the_start_key() {
+        let index = ListIndex::of(Direction::Following);
+        let good = cursor(&[
+            ("pk", "USER#bob"),
+            ("sk", "FOLLOWS#cat"),
+            ("gsi2pk", "FOLLOWING#bob"),
+            ("gsi2sk", &format!("{AT}#cat")),
+        ]);
+        assert!(index.start_key(&bob(), &good).is_ok());
+    }
+
+    #[test]
+    fn cursors_of_other_lists_or_forged_ones_are_refused() {
+        let index = ListIndex::of(Direction::Followers);
+        let sk = format!("{AT}#ada");
+        let cases: Vec<Vec<(&str, &str)>> = vec![
+            // Another user's followers.
+            vec![
+                ("pk", "USER#ada"),
+                ("sk", "FOLLOWS#cat"),
+                ("gsi1pk", "FOLLOWERS#cat"),
+                ("gsi1sk", &sk),
+            ],
+            // The partition rewritten, the edge not.
+            vec![
+                ("pk", "USER#ada"),
+                ("sk", "FOLLOWS#cat"),
+                ("gsi1pk", "FOLLOWERS#bob"),
+                ("gsi1sk", &sk),
+            ],
+            // The index sort key of another follower.
+            vec![
+                ("pk", "USER#ada"),
+                ("sk", "FOLLOWS#bob"),
+                ("gsi1pk", "FOLLOWERS#bob"),
+                ("gsi1sk", "2026#eve"),
+            ],
+            // A following cursor on the followers list.
+            vec![
+                ("pk", "USER#bob"),
+                ("sk", "FOLLOWS#ada"),
+                ("gsi2pk", "FOLLOWING#bob"),
+                ("gsi2sk", &sk),
+            ],
+            // An extra attribute.
+            vec![
+                ("pk", "USER#ada"),
+                ("sk", "FOLLOWS#bob"),
+                ("gsi1pk", "FOLLOWERS#bob"),
+                ("gsi1sk", &sk),
+                ("x", "y"),
+            ],
+            // A key that is not a user's.
+            vec![
+                ("pk", "OUTBOX#1"),
+                ("sk", "FOLLOWS#bob"),
+                ("gsi1pk", "FOLLOWERS#bob"),
+                ("gsi1sk", &sk),
+            ],
+            // No time.
+            vec![
+                ("pk", "USER#ada"),
+                ("sk", "FOLLOWS#bob"),
+                ("gsi1pk", "FOLLOWERS#bob"),
+                ("gsi1sk", "#ada"),
+            ],
+        ];
+        for case in cases {
+            assert_eq!(
+                index.start_key(&bob(), &cursor(&case)),
+                Err(InvalidCursor),
+                "{case:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The asynchronous path's adapters against moto: follower counts and notifications applied
+//! once, and the relay's SQS sink.
+
+use crate::support::{clients, create_table, unique};
+use app::consumer::Message;
+use app::dynamo::{get_n, key, n, s};
+use app::ids::UserId;
+use app::social::async_store::{DynamoDerivedStore, SqsEventSink};
+use app::social::cursor::PageLimit;
+use app::social::notifications::{self, NotificationStore};
+use app::social::relay::EventSink;
+use app::social::{follower_count, keys};
+use std::time::Duration;
+
+fn event(kind: &str, id: &str, follower: &str, followee: &str) -> String {
+    serde_json::json!({"type": kind, "version": 1, "id": id, "occurredAt": "2026-11-30T18:00:00Z",
+        "payload": {"followerId": follower, "followeeId": followee}})
+    .to_string()
+}
+
+fn batch(bodies: &[String]) -> Vec<Message> {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| Message {
+            id: format!("m{i}"),
+            body: body.clone(),
+        })
+        .collect()
+}
+
+async fn put_profile(clients: &app::cloud::Clients, table: &str, user: &str, followers: i64) {
+    let user = UserId::parse(user).unwrap();
+    let mut item = key(keys::user_pk(&user), keys::PROFILE_SK);
+    item.insert("followerCount".to_owned(), n(followers));
+    item.insert("status".to_owned(), s("ACTIVE"));
+    clients
+        .dynamodb
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn follower_count_of(clients: &app::cloud::Clients, table: &str, user: &str) -> i64 {
+    let user = UserId::parse(user).unwrap();
+    let output = clients
+        .dynamodb
+        .get_item()
+        .table_name(table)
+        .set_key(Some(key(keys::user_pk(&user), keys::PROFILE_SK)))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    get_n(output.item().unwrap(), "followerCount").unwrap()
+}
+
+#[tokio::test]
+async fn a_follower_count_batch_applied_twice_changes_nothing_and_never_goes_negative() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
+    put_profile(&clients, &table, "star", 0).await;
+    let bodies = [
+        event("UserFollowed", "e1", "a", "star"),
+        event("UserFollowed", "e1", "a", "star"),
+        event("UserFollowed", "e2", "b", "star"),
+        event("UserUnfollowed", "e3", "a", "star"),
+        "garbage".to_owned(),
+    ];
+    assert_eq!(
+        follower_count::handle_batch(&store, batch(&bodies)).await,
+        ["m4"]
+    );
+    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+    assert_eq!(
+        follower_count::handle_batch(&store, batch(&bodies)).await,
+        ["m4"]
+    );
+    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+
+    // Two unfollows whose follows have not arrived: refused until they do.
+    let early = [
+        event("UserUnfollowed", "e4", "b", "star"),
+        event("UserUnfollowed", "e5", "c", "star"),
+    ];
+    assert_eq!(
+        follower_count::handle_batch(&store, batch(&early)).await,
+        ["m0", "m1"]
+    );
+    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+    let late_follow = [event("UserFollowed", "e6", "c", "star")];
+    assert!(
+        follower_count::handle_batch(&store, batch(&late_follow))
+            .await
+            .is_empty()
+    );
+    assert!(
+        follower_count::handle_batch(&store, batch(&early))
+            .await
+            .is_empty()
+    );
+    assert_eq!(follower_count_of(&clients, &table, "star").await, 0);
+}
+
+#[tokio::test]
+async fn follow_unfollow_refollow_yields_one_notification_and_marking_read_counts_once() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
+    let bob = UserId::parse("bob").unwrap();
+    let first = [
+        event("UserFollowed", "e1", "ann", "bob"),
+        event("UserFollowed", "e1", "ann", "bob"),
+        event("UserFollowed", "e2", "cid", "bob"),
+        "{\"type\":\"Nope\",\"version\":1,\"id\":\"x\",\"occurredAt\":\"t\",\"payload\":{}}"
+            .to_owned(),
+    ];
+    assert_eq!(
+        notifications::handle_batch(&store, batch(&first)).await,
+        ["m3"]
+    );
+    let again = [
+        event("UserUnfollowed", "e3", "ann", "bob"),
+        event("UserFollowed", "e4", "ann", "bob"),
+    ];
+    assert!(
+        notifications::handle_batch(&store, batch(&again))
+            .await
+            .is_empty()
+    );
+    assert!(
+        notifications::handle_batch(&store, batch(&first[..3]))
+            .await
+            .is_empty()
+    );
+
+    let page = store.page(&bob, PageLimit::default(), None).await.unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert!(page.next.is_none());
+    assert_eq!(store.unread_count(&bob).await.unwrap(), 2);
+
+    let first_page = store
+        .page(&bob, PageLimit::parse(Some("1")).unwrap(), None)
+        .await
+        .unwrap();
+    let cursor = first_page.next.expect("a second page");
+    let second = store
+        .page(&bob, PageLimit::parse(Some("1")).unwrap(), Some(&cursor))
+        .await
+        .unwrap();
+    assert_eq!(second.items.len(), 1);
+    assert_ne!(second.items[0], first_page.items[0]);
+    let eve = UserId::parse("eve").unwrap();
+    assert!(
+        store
+            .page(&eve, PageLimit::default(), Some(&cursor))
+            .await
+            .is_err()
+    );
+
+    let id = page.items[0].notification_id.clone();
+    let outcome = notifications::mark_read(&store, &bob, vec![id.clone(), id.clone()]).await;
+    assert_eq!(outcome.applied.len(), 1);
+    let outcome = notifications::mark_read(&store, &eve, vec![id.clone()]).await;
+    assert_eq!((outcome.applied.len(), outcome.failed.len()), (0, 0));
+    assert_eq!(store.unread_count(&bob).await.unwrap(), 1);
+    let rest = store.unread_ids(&bob).await.unwrap();
+    let outcome = notifications::mark_read(&store, &bob, rest).await;
+    assert_eq!(outcome.applied.len(), 1);
+    assert_eq!(store.unread_count(&bob).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn the_relay_sink_sends_every_body_in_batches_of_ten() {
+    let clients = clients().await;
+    let url = clients
+        .sqs
+        .create_queue()
+        .queue_name(unique("relay"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let sink = SqsEventSink::new(clients.sqs.clone(), &url);
+    let bodies: Vec<String> = (0..12).map(|i| format!("event {i}")).collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    sink.send_all(&refs).await.unwrap();
+    let queue = app::queue::Queue::new(clients.sqs.clone(), &url);
+    let mut received = Vec::new();
+    while received.len() < 12 {
+        let batch = queue.receive(10, Duration::from_secs(1)).await.unwrap();
+        assert!(!batch.is_empty(), "only {} arrived", received.len());
+        received.extend(batch.into_iter().map(|m| m.body));
+    }
+    received.sort();
+    let mut expected = bodies.clone();
+    expected.sort();
+    assert_eq!(received, expected);
+}

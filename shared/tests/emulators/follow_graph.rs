@@ -1,0 +1,421 @@
+//! The follow graph against DynamoDB: the follow and unfollow transactions with their outbox
+//! events, and the newest-first lists with their cursors.
+
+use crate::support::{clients, create_social_table};
+use app::dynamo::{get_n, get_s, key, s};
+use app::events::SocialEvent;
+use app::ids::UserId;
+use app::social::follow::{self, FollowWrite, GraphChange, ListEdgesError, UnfollowWrite};
+use app::social::{
+    Cursor, Direction, DisplayName, DynamoSocialStore, FollowError, GraphStore, PageLimit,
+    ProfileStore, Relationship, RetryPolicy,
+};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::{BTreeMap, HashMap};
+use time::OffsetDateTime;
+use time::macros::datetime;
+
+const NOW: OffsetDateTime = datetime!(2026-11-30 18:00:00.25 UTC);
+
+type Item = HashMap<String, AttributeValue>;
+
+struct Fixture {
+    client: Client,
+    table: String,
+    store: DynamoSocialStore,
+}
+
+impl Fixture {
+    /// A fresh social table with active profiles for `users`.
+    async fn new(users: &[&str]) -> Self {
+        let clients = clients().await;
+        let table = create_social_table(&clients).await;
+        let store = DynamoSocialStore::new(clients.dynamodb.clone(), &table);
+        for user in users {
+            let name = DisplayName::parse(&format!("Name of {user}")).unwrap();
+            store
+                .upsert_profile(&id(user), &name, "2026-11-30T17:00:00.000000Z")
+                .await
+                .unwrap();
+        }
+        Self {
+            client: clients.dynamodb,
+            table,
+            store,
+        }
+    }
+
+    async fn item(&self, pk: &str, sk: &str) -> Option<Item> {
+        self.client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+    }
+
+    async fn profile(&self, user: &str) -> Item {
+        self.item(&format!("USER#{user}"), "PROFILE").await.unwrap()
+    }
+
+    async fn all_items(&self) -> Vec<Item> {
+        self.client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap_or_default()
+    }
+
+    async fn outbox_events(&self) -> Vec<SocialEvent> {
+        let mut events: Vec<(String, SocialEvent)> = self
+            .all_items()
+            .await
+            .iter()
+            .filter(|item| get_s(item, "pk").unwrap().starts_with("OUTBOX#"))
+            .map(|item| {
+                let event = SocialEvent::parse(get_s(item, "event").unwrap()).unwrap();
+                (event.id().to_owned(), event)
+            })
+            .collect();
+        // Ids are UUID v7: in creation order.
+        events.sort_by(|a, b| a.0.cmp(&b.0));
+        events.into_iter().map(|(_, event)| event).collect()
+    }
+
+    async fn deactivate(&self, user: &str) {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("USER#{user}"), "PROFILE")))
+            .update_expression("SET #status = :status")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":status", s("DEACTIVATED"))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+fn id(raw: &str) -> UserId {
+    UserId::parse(raw).unwrap()
+}
+
+fn pair(follower: &str, followee: &str) -> Relationship {
+    Relationship::new(id(follower), id(followee)).unwrap()
+}
+
+#[tokio::test]
+async fn a_follow_writes_edge_counter_and_outbox_in_one_transaction_and_not_the_followee() {
+    let f = Fixture::new(&["ada", "bob"]).await;
+    let followee_before = f.profile("bob").await;
+
+    let state = follow::follow(&f.store, &RetryPolicy::default(), &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    assert!(state.changed);
+    let at = "2026-11-30T18:00:00.250000Z";
+    assert_eq!(state.followed_at.as_deref(), Some(at));
+
+    let edge = f.item("USER#ada", "FOLLOWS#bob").await.expect("the edge");
+    for (name, value) in [
+        ("followerId", "ada"),
+        ("followeeId", "bob"),
+        ("followedAt", at),
+        ("gsi1pk", "FOLLOWERS#bob"),
+        ("gsi1sk", &format!("{at}#ada")),
+        ("gsi2pk", "FOLLOWING#ada"),
+        ("gsi2sk", &format!("{at}#bob")),
+    ] {
+        assert_eq!(get_s(&edge, name).unwrap(), value, "{name}");
+    }
+    assert_eq!(
+        get_n::<u64>(&f.profile("ada").await, "followingCount").unwrap(),
+        1
+    );
+    // The followee's profile is a potential hot key: the request never writes it.
+    assert_eq!(f.profile("bob").await, followee_before);
+
+    let outbox: Vec<Item> = f
+        .all_items()
+        .await
+        .into_iter()
+        .filter(|item| get_s(item, "pk").unwrap().starts_with("OUTBOX#"))
+        .collect();
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(get_s(&outbox[0], "sk").unwrap(), "EVENT");
+    let expires_at: i64 = get_n(&outbox[0], "expiresAt").unwrap();
+    assert_eq!(expires_at, NOW.unix_timestamp() + 86_400);
+    match SocialEvent::parse(get_s(&outbox[0], "event").unwrap()).unwrap() {
+        SocialEvent::UserFollowed(event) => {
+            assert_eq!(
+                get_s(&outbox[0], "pk").unwrap(),
+                format!("OUTBOX#{}", event.id)
+            );
+            assert_eq!(event.version, 1);
+            assert_eq!(event.occurred_at, at);
+            assert_eq!(event.payload.follower_id, "ada");
+            assert_eq!(event.payload.followee_id, "bob");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn following_twice_changes_nothing_and_answers_the_first_time() {
+    let f = Fixture::new(&["ada", "bob"]).await;
+    let retry = RetryPolicy::default();
+    follow::follow(&f.store, &retry, &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    let again = follow::follow(
+        &f.store,
+        &retry,
+        &pair("ada", "bob"),
+        NOW + time::Duration::minutes(5),
+    )
+    .await
+    .unwrap();
+    assert!(!again.changed);
+    assert_eq!(
+        again.followed_at.as_deref(),
+        Some("2026-11-30T18:00:00.250000Z")
+    );
+    assert_eq!(
+        get_n::<u64>(&f.profile("ada").await, "followingCount").unwrap(),
+        1
+    );
+    assert_eq!(f.outbox_events().await.len(), 1);
+}
+
+#[tokio::test]
+async fn failed_conditions_are_named_and_write_nothing() {
+    let f = Fixture::new(&["ada", "bob", "gone"]).await;
+    f.deactivate("gone").await;
+    let before = f.all_items().await.len();
+    let change = |follower: &str, followee: &str| GraphChange {
+        relationship: pair(follower, followee),
+        at: "2026-11-30T18:00:00.000000Z".to_owned(),
+        event: app::events::Envelope {
+            kind: "UserFollowed".to_owned(),
+            version: 1,
+            id: uuid::Uuid::now_v7().to_string(),
+            occurred_at: "2026-11-30T18:00:00.000000Z".to_owned(),
+            payload: app::events::FollowPayload {
+                follower_id: follower.to_owned(),
+                followee_id: followee.to_owned(),
+            },
+        },
+        event_expires_at: 1,
+    };
+    for (follower, followee, expected) in [
+        ("ada", "nobody", FollowWrite::TargetUnavailable),
+        ("ada", "gone", FollowWrite::TargetUnavailable),
+        ("newbie", "bob", FollowWrite::NoFollowerProfile),
+    ] {
+        let written = f.store.follow(&change(follower, followee)).await.unwrap();
+        assert_eq!(written, expected, "{follower} -> {followee}");
+    }
+    assert_eq!(
+        f.store.unfollow(&change("ada", "bob")).await.unwrap(),
+        UnfollowWrite::NotFollowing
+    );
+    assert_eq!(f.all_items().await.len(), before);
+
+    // Through the domain, one read tells the two target failures apart.
+    let retry = RetryPolicy::default();
+    let err = follow::follow(&f.store, &retry, &pair("ada", "nobody"), NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
+    let err = follow::follow(&f.store, &retry, &pair("ada", "gone"), NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
+    let err = follow::follow(&f.store, &retry, &pair("newbie", "bob"), NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_unfollow_deletes_the_edge_decrements_and_emits_once() {
+    let f = Fixture::new(&["ada", "bob"]).await;
+    let retry = RetryPolicy::default();
+    follow::follow(&f.store, &retry, &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    let state = follow::unfollow(&f.store, &retry, &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    assert!(state.changed);
+    let again = follow::unfollow(&f.store, &retry, &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    assert!(!again.changed);
+
+    assert!(f.item("USER#ada", "FOLLOWS#bob").await.is_none());
+    assert_eq!(
+        get_n::<u64>(&f.profile("ada").await, "followingCount").unwrap(),
+        0
+    );
+    let events = f.outbox_events().await;
+    assert!(matches!(
+        events.as_slice(),
+        [SocialEvent::UserFollowed(_), SocialEvent::UserUnfollowed(_)]
+    ));
+}
+
+#[tokio::test]
+async fn lists_are_newest_first_with_names_and_cursors_that_only_fit_their_list() {
+    let followers = ["u0", "u1", "u2", "u3", "u4"];
+    let mut users = vec!["star", "ada"];
+    users.extend(followers);
+    let f = Fixture::new(&users).await;
+    let retry = RetryPolicy::default();
+    for (minute, follower) in followers.iter().enumerate() {
+        let at = NOW + time::Duration::minutes(minute as i64);
+        follow::follow(&f.store, &retry, &pair(follower, "star"), at)
+            .await
+            .unwrap();
+    }
+    follow::follow(&f.store, &retry, &pair("ada", "star"), NOW)
+        .await
+        .unwrap();
+    follow::follow(
+        &f.store,
+        &retry,
+        &pair("ada", "u1"),
+        NOW + time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    // A follower whose profile is gone is still listed, without a name.
+    f.client
+        .delete_item()
+        .table_name(&f.table)
+        .set_key(Some(key("USER#u4", "PROFILE")))
+        .send()
+        .await
+        .unwrap();
+
+    let limit = PageLimit::parse(Some("2")).unwrap();
+    let mut seen = Vec::new();
+    let mut cursor: Option<Cursor> = None;
+    let mut pages = 0;
+    loop {
+        let page = follow::list(
+            &f.store,
+            &id("star"),
+            Direction::Followers,
+            limit,
+            cursor.as_ref(),
+        )
+        .await
+        .unwrap();
+        pages += 1;
+        seen.extend(page.items);
+        match page.next {
+            // Through its text, as a client hands it back.
+            Some(next) => cursor = Some(Cursor::parse(&next.encode()).unwrap()),
+            None => break,
+        }
+        assert!(pages < 10, "the pages never end");
+    }
+    let order: Vec<&str> = seen.iter().map(|user| user.user_id.as_str()).collect();
+    // Newest first; ada and u0 followed at the same instant, so the user id breaks the tie.
+    assert_eq!(order, ["u4", "u3", "u2", "u1", "u0", "ada"]);
+    assert_eq!(seen[0].display_name, None);
+    assert_eq!(seen[1].display_name.as_deref(), Some("Name of u3"));
+    assert_eq!(seen[1].followed_at, "2026-11-30T18:03:00.250000Z");
+
+    let following = follow::list(
+        &f.store,
+        &id("ada"),
+        Direction::Following,
+        PageLimit::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    let order: Vec<&str> = following.items.iter().map(|u| u.user_id.as_str()).collect();
+    assert_eq!(order, ["u1", "star"]);
+    assert_eq!(following.next, None);
+
+    // A cursor of star's followers does not page ada's followings, nor u1's followers.
+    let first = f
+        .store
+        .list_edges(&id("star"), Direction::Followers, limit, None)
+        .await
+        .unwrap();
+    let star_cursor = first.next.expect("more than one page");
+    for (user, direction) in [("ada", Direction::Following), ("u1", Direction::Followers)] {
+        let err = f
+            .store
+            .list_edges(&id(user), direction, limit, Some(&star_cursor))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ListEdgesError::InvalidCursor(_)), "{err:?}");
+    }
+    let forged = Cursor::new(BTreeMap::from([("pk".to_owned(), "USER#star".to_owned())]));
+    let err = follow::list(
+        &f.store,
+        &id("star"),
+        Direction::Followers,
+        limit,
+        Some(&forged),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, FollowError::InvalidCursor(_)), "{err:?}");
+
+    let err = follow::list(&f.store, &id("nobody"), Direction::Followers, limit, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn concurrent_follows_and_unfollows_of_one_pair_keep_the_counter_equal_to_the_edges() {
+    let f = Fixture::new(&["ada", "bob"]).await;
+    let mut tasks = Vec::new();
+    for task in 0..6 {
+        let store = f.store.clone();
+        tasks.push(tokio::spawn(async move {
+            let retry = RetryPolicy::default();
+            for round in 0..5 {
+                let relationship = pair("ada", "bob");
+                let now = OffsetDateTime::now_utc();
+                let result = if (task + round) % 2 == 0 {
+                    follow::follow(&store, &retry, &relationship, now).await
+                } else {
+                    follow::unfollow(&store, &retry, &relationship, now).await
+                };
+                match result {
+                    Ok(_) | Err(FollowError::Busy) => {}
+                    Err(err) => panic!("{err:?}"),
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let edges = usize::from(f.item("USER#ada", "FOLLOWS#bob").await.is_some());
+    let count: usize = get_n(&f.profile("ada").await, "followingCount").unwrap();
+    assert_eq!(count, edges);
+    // Every change emitted exactly one event, alternating follow and unfollow.
+    let events = f.outbox_events().await;
+    let follows = events
+        .iter()
+        .filter(|e| matches!(e, SocialEvent::UserFollowed(_)))
+        .count();
+    assert_eq!(follows - (events.len() - follows), edges);
+}
