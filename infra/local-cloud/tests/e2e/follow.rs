@@ -1,0 +1,310 @@
+//! The follow product end to end: follow, the outbox relay, notifications and counters.
+
+use crate::support::{
+    Api, eventually, function_named, options, queue_depth, queue_url, sdk, start, table,
+    unique_stack,
+};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
+    let api = Api::new(cloud, Some(user));
+    let (status, body) = api
+        .call("PUT", "/users/me", Some(json!({"displayName": user})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    api
+}
+
+async fn notifications(api: &Api) -> Value {
+    let (status, body) = api.call("GET", "/notifications?limit=100", None).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn follower_count(api: &Api, user: &str) -> u64 {
+    let (status, body) = api.call("GET", &format!("/users/{user}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    body["followerCount"].as_u64().unwrap()
+}
+
+/// Waits until `user` has `expected` followers counted, then answers.
+async fn wait_for_followers(api: &Api, user: &str, expected: u64) {
+    eventually(
+        WAIT,
+        &format!("{user} has {expected} followers counted"),
+        || async { (follower_count(api, user).await == expected).then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_follow_notifies_the_followee_once_ever_and_counts() {
+    let cloud = start(options(&unique_stack())).await;
+    let alice = sign_up(&cloud, "alice").await;
+    let bob = sign_up(&cloud, "bob").await;
+
+    let (status, body) = alice.call("PUT", "/users/bob/follow", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["following"], true);
+    let (_, me) = alice.call("GET", "/users/alice", None).await;
+    assert_eq!(
+        me["followingCount"], 1,
+        "the follower's own counter is in the transaction"
+    );
+
+    let listed = eventually(Duration::from_secs(10), "bob is notified", || async {
+        let body = notifications(&bob).await;
+        (!body["items"].as_array().unwrap().is_empty()).then_some(body)
+    })
+    .await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["items"][0]["type"], "FOLLOW");
+    assert_eq!(listed["items"][0]["actorId"], "alice");
+    assert_eq!(listed["unreadCount"], 1);
+    wait_for_followers(&bob, "bob", 1).await;
+
+    // Following again changes nothing; unfollow and re-follow notify no second time.
+    let (status, again) = alice.call("PUT", "/users/bob/follow", None).await;
+    assert_eq!((status, &again["following"]), (200, &json!(true)));
+    let (status, body) = alice.call("DELETE", "/users/bob/follow", None).await;
+    assert_eq!((status, &body["following"]), (200, &json!(false)), "{body}");
+    wait_for_followers(&bob, "bob", 0).await;
+    let (status, _) = alice.call("PUT", "/users/bob/follow", None).await;
+    assert_eq!(status, 200);
+    wait_for_followers(&bob, "bob", 1).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let listed = notifications(&bob).await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["unreadCount"], 1);
+
+    // Other users cannot see bob's notifications: their own list is empty.
+    assert!(
+        notifications(&alice).await["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn every_event_delivered_twice_changes_nothing() {
+    let cloud = start(options(&unique_stack())).await;
+    let carol = sign_up(&cloud, "carol").await;
+    let fans: Vec<String> = (0..5).map(|i| format!("fan{i}")).collect();
+    for fan in &fans {
+        let api = sign_up(&cloud, fan).await;
+        assert_eq!(api.call("PUT", "/users/carol/follow", None).await.0, 200);
+    }
+    wait_for_followers(&carol, "carol", 5).await;
+    eventually(WAIT, "carol has 5 notifications", || async {
+        (notifications(&carol).await["items"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 5)
+            .then_some(())
+    })
+    .await;
+
+    // Deliver every event that the outbox produced once more, to both consumers.
+    let config = sdk().await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&config);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let items = dynamodb
+        .scan()
+        .table_name(table(&cloud, "SocialTable"))
+        .filter_expression("begins_with(pk, :outbox)")
+        .expression_attribute_values(
+            ":outbox",
+            aws_sdk_dynamodb::types::AttributeValue::S("OUTBOX#".into()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 5, "one outbox event per follow");
+    let queues = [
+        queue_url(&cloud, "NotificationQueue"),
+        queue_url(&cloud, "FollowerCountQueue"),
+    ];
+    for item in &items {
+        let event = item["event"].as_s().unwrap();
+        for queue in &queues {
+            sqs.send_message()
+                .queue_url(queue)
+                .message_body(event)
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    for queue in &queues {
+        eventually(WAIT, "the redelivered events are consumed", || async {
+            (queue_depth(&sqs, queue).await == 0).then_some(())
+        })
+        .await;
+    }
+    assert_eq!(follower_count(&carol, "carol").await, 5);
+    let listed = notifications(&carol).await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 5, "{listed}");
+    assert_eq!(listed["unreadCount"], 5);
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_follows_on_a_celebrity_counts_exactly() {
+    let cloud = start(options(&unique_stack())).await;
+    let celeb = sign_up(&cloud, "celeb").await;
+    let mut fans = Vec::new();
+    for i in 0..24 {
+        fans.push((format!("f{i}"), sign_up(&cloud, &format!("f{i}")).await));
+    }
+    let everyone: Vec<Api> = fans.iter().map(|(_, api)| api.clone()).collect();
+    for (status, body) in burst(everyone, "PUT", "/users/celeb/follow").await {
+        assert_eq!(status, 200, "{body}");
+    }
+    // A third unfollow again, concurrently.
+    let leaving: Vec<Api> = fans.iter().step_by(3).map(|(_, api)| api.clone()).collect();
+    for (status, body) in burst(leaving, "DELETE", "/users/celeb/follow").await {
+        assert_eq!(status, 200, "{body}");
+    }
+    let (_, listed) = celeb
+        .call("GET", "/users/celeb/followers?limit=100", None)
+        .await;
+    let edges = listed["items"].as_array().unwrap().len() as u64;
+    assert_eq!(edges, 16, "{listed}");
+    wait_for_followers(&celeb, "celeb", edges).await;
+    cloud.stop().await;
+}
+
+/// Sends the same request as each of `callers` at once: a burst, not a sequence.
+async fn burst(callers: Vec<Api>, method: &'static str, path: &'static str) -> Vec<(u16, Value)> {
+    let tasks: Vec<_> = callers
+        .into_iter()
+        .map(|api| tokio::spawn(async move { api.call(method, path, None).await }))
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    answers
+}
+
+#[tokio::test]
+async fn a_stopped_notification_consumer_leaves_follows_unchanged_and_its_backlog_drains() {
+    let stack = unique_stack();
+    let mut stopped = options(&stack);
+    // Which function consumes notifications is the template's business: find it.
+    let probe = start(options(&stack)).await;
+    let consumer = function_named(&probe, "notification-consumer");
+    probe.stop().await;
+    stopped.disabled_sources = vec![consumer];
+
+    let cloud = start(stopped).await;
+    let dana = sign_up(&cloud, "dana").await;
+    let mut latencies = Vec::new();
+    for i in 0..6 {
+        let fan = sign_up(&cloud, &format!("d{i}")).await;
+        let started = Instant::now();
+        let (status, body) = fan.call("PUT", "/users/dana/follow", None).await;
+        latencies.push(started.elapsed());
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["following"], true);
+    }
+    wait_for_followers(&dana, "dana", 6).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    let backlog = eventually(WAIT, "the notifications wait in the queue", || async {
+        let depth = queue_depth(&sqs, &queue_url(&cloud, "NotificationQueue")).await;
+        (depth >= 6).then_some(depth)
+    })
+    .await;
+    assert!(
+        notifications(&dana).await["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    latencies.sort();
+    assert!(
+        latencies[latencies.len() / 2] < Duration::from_secs(1),
+        "follow latency does not wait for notifications: {latencies:?}"
+    );
+    cloud.stop().await;
+
+    // The consumer comes back: the backlog drains into exactly one notification per follow.
+    let cloud = start(options(&stack)).await;
+    let dana = Api::new(&cloud, Some("dana"));
+    eventually(
+        WAIT,
+        &format!("the backlog of {backlog} drains"),
+        || async {
+            (notifications(&dana).await["items"]
+                .as_array()
+                .unwrap()
+                .len()
+                == 6)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(notifications(&dana).await["unreadCount"], 6);
+    cloud.stop().await;
+}
+
+fn event(kind: &str, follower: &str, followee: &str) -> String {
+    json!({
+        "type": kind,
+        "version": 1,
+        "id": uuid::Uuid::new_v4().to_string(),
+        "occurredAt": "2026-11-30T18:00:00.000000Z",
+        "payload": {"followerId": follower, "followeeId": followee},
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_poison_message_ends_in_the_dlq_and_replays_after_the_fix() {
+    let cloud = start(options(&unique_stack())).await;
+    let erin = sign_up(&cloud, "erin").await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    let (queue, dlq) = local_cloud::replay::queue_and_dlq(&cloud.model, "FollowerCountQueue")
+        .map(|(q, d)| (q.url.clone(), d.url.clone()))
+        .unwrap();
+
+    // An unfollow whose follow has not been counted can never apply (the count would go
+    // negative): it is retried until the redrive policy moves it to the DLQ.
+    sqs.send_message()
+        .queue_url(&queue)
+        .message_body(event("UserUnfollowed", "frank", "erin"))
+        .send()
+        .await
+        .unwrap();
+    eventually(WAIT, "the unfollow lands in the DLQ", || async {
+        (queue_depth(&sqs, &dlq).await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(follower_count(&erin, "erin").await, 0);
+
+    // The fix: the follow it depends on arrives and is counted.
+    sqs.send_message()
+        .queue_url(&queue)
+        .message_body(event("UserFollowed", "frank", "erin"))
+        .send()
+        .await
+        .unwrap();
+    wait_for_followers(&erin, "erin", 1).await;
+
+    // The replay, as `make dlq-replay QUEUE=FollowerCountQueue` does: now it applies.
+    let moved = local_cloud::replay::move_messages(&sqs, &dlq, &queue, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(moved, 1);
+    wait_for_followers(&erin, "erin", 0).await;
+    assert_eq!(queue_depth(&sqs, &dlq).await, 0);
+    cloud.stop().await;
+}

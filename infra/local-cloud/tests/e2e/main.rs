@@ -1,0 +1,6 @@
+//! End-to-end tests of the products: the project's own `template.yaml` run by the local cloud
+//! runner with the real function binaries, against the emulators, driven over HTTP as a
+//! client would.
+
+mod follow;
+mod support;

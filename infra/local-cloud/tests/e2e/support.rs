@@ -1,0 +1,185 @@
+//! The harness: a local cloud of the project template per test, and an HTTP client.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use local_cloud::cloud::{CloudOptions, DEFAULT_ACCOUNT_ID, LocalCloud, function_env_from_process};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn endpoint(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set. Run these tests with `make test`, or start the emulators with \
+             `make emulators` and export the variables in .local/dev/emulators.env"
+        )
+    })
+}
+
+/// The options for the project template under `stack`: queues that redeliver after 2 s so
+/// that retries and DLQ redrives happen within a test.
+pub fn options(stack: &str) -> CloudOptions {
+    endpoint("AWS_ENDPOINT_URL");
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    CloudOptions {
+        template: manifest.join("../../template.yaml"),
+        parameter_overrides: [("QueueVisibilityTimeoutSeconds".to_owned(), "2".to_owned())].into(),
+        stack_name: stack.to_owned(),
+        address: "127.0.0.1:0".parse().unwrap(),
+        instances: 2,
+        // target/debug/deps/e2e-<hash> -> target/debug, where `make test` built the functions.
+        binaries_dir: exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf(),
+        jwt_secret: local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes().to_vec(),
+        log_invocations: true,
+        account_id: DEFAULT_ACCOUNT_ID.to_owned(),
+        function_env: function_env_from_process(),
+        disabled_sources: Vec::new(),
+    }
+}
+
+/// A stack name no other test uses.
+pub fn unique_stack() -> String {
+    format!("e2e{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+pub async fn start(options: CloudOptions) -> LocalCloud {
+    LocalCloud::start(options)
+        .await
+        .expect("the local cloud starts")
+}
+
+/// The logical id of the function built from `binary`.
+pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
+    cloud
+        .model
+        .functions
+        .iter()
+        .find(|f| f.binary == binary)
+        .unwrap_or_else(|| panic!("no function runs {binary}"))
+        .name
+        .clone()
+}
+
+/// The physical name of a table, and the URL of a queue, by logical id.
+pub fn table(cloud: &LocalCloud, logical_id: &str) -> String {
+    cloud
+        .model
+        .tables
+        .iter()
+        .find(|t| t.logical_id == logical_id)
+        .unwrap()
+        .name
+        .clone()
+}
+
+pub fn queue_url(cloud: &LocalCloud, logical_id: &str) -> String {
+    let queue = cloud
+        .model
+        .queues
+        .iter()
+        .find(|q| q.logical_id == logical_id)
+        .unwrap();
+    queue.url.clone()
+}
+
+pub async fn sdk() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await
+}
+
+/// An API client for one user.
+#[derive(Clone)]
+pub struct Api {
+    base: String,
+    token: Option<String>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Api {
+    pub fn new(cloud: &LocalCloud, user: Option<&str>) -> Self {
+        let token = user.map(|sub| {
+            local_cloud::jwt::local_token(
+                local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
+                sub,
+                &[],
+                Duration::from_secs(600),
+            )
+        });
+        Self {
+            base: format!("http://{}", cloud.address),
+            token,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    /// Sends a request; answers the status and the JSON body (`Null` when empty).
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let response = self
+            .client
+            .request(request.body(Full::new(Bytes::from(body))).unwrap())
+            .await
+            .expect("the API answers");
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        (status, json)
+    }
+}
+
+/// Polls `probe` until it answers `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Messages visible plus in flight on a queue.
+pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u32 {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    attributes
+        .values()
+        .map(|v| v.parse::<u32>().unwrap_or(0))
+        .sum()
+}
