@@ -1,11 +1,52 @@
-//! Wall-clock time in the one format the API and the tables use: RFC 3339, UTC.
+//! Wall-clock time in the one format the API and the tables use: RFC 3339 UTC with exactly
+//! six fractional digits.
+//!
+//! Fixed width matters: times are parts of sort keys (follow edges in the indexes,
+//! notifications), and only strings of one length sort as text in time order
+//! (`.1Z` would sort after `.19Z`).
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
 
-/// Now, as RFC 3339 in UTC with sub-second digits, so that it also sorts as text.
+/// A time in the tables' format.
+pub fn format(at: OffsetDateTime) -> String {
+    at.to_offset(time::UtcOffset::UTC)
+        .format(format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+        ))
+        .expect("a UTC time always formats")
+}
+
+/// Now, in the tables' format.
 pub fn now_rfc3339() -> String {
-    OffsetDateTime::now_utc()
-        .format(&Rfc3339)
-        .expect("the current UTC time always formats as RFC 3339")
+    format(OffsetDateTime::now_utc())
+}
+
+/// Any RFC 3339 time (e.g. an event's `occurredAt`) in the tables' format.
+pub fn normalize(rfc3339: &str) -> Option<String> {
+    OffsetDateTime::parse(rfc3339, &Rfc3339).ok().map(format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn times_are_utc_with_six_digits_and_sort_as_text() {
+        assert_eq!(
+            format(datetime!(2026-11-30 19:00:00.5 +01:00)),
+            "2026-11-30T18:00:00.500000Z"
+        );
+        assert!(
+            format(datetime!(2026-11-30 18:00:00.1 UTC))
+                < format(datetime!(2026-11-30 18:00:00.19 UTC))
+        );
+        assert_eq!(
+            normalize("2026-11-30T19:00:00+01:00").as_deref(),
+            Some("2026-11-30T18:00:00.000000Z")
+        );
+        assert_eq!(normalize("yesterday"), None);
+    }
 }

@@ -15,7 +15,6 @@ use crate::ids::UserId;
 use async_trait::async_trait;
 use std::time::Duration;
 use time::OffsetDateTime;
-use time::macros::format_description;
 
 /// How long an outbox item is kept after its transaction: far longer than the relay needs.
 pub const OUTBOX_TTL_SECONDS: i64 = 24 * 60 * 60;
@@ -182,18 +181,8 @@ pub struct FollowState {
     pub changed: bool,
 }
 
-/// A time as the social table stores it: RFC 3339 UTC with exactly six fractional digits, so
-/// that times of one length sort as text (the index sort keys depend on it).
-pub fn timestamp(at: OffsetDateTime) -> String {
-    at.to_offset(time::UtcOffset::UTC)
-        .format(format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-        ))
-        .expect("a UTC time always formats")
-}
-
 fn change(relationship: &Relationship, kind: &str, now: OffsetDateTime) -> GraphChange {
-    let at = timestamp(now);
+    let at = crate::clock::format(now);
     GraphChange {
         relationship: relationship.clone(),
         event: Envelope {
@@ -598,19 +587,6 @@ mod tests {
     }
 
     #[test]
-    fn times_have_six_fractional_digits_so_they_sort_as_text() {
-        assert_eq!(timestamp(NOW), "2026-11-30T18:00:00.500000Z");
-        assert_eq!(
-            timestamp(datetime!(2026-11-30 19:00:00 +01:00)),
-            "2026-11-30T18:00:00.000000Z"
-        );
-        assert!(
-            timestamp(datetime!(2026-11-30 18:00:00.1 UTC))
-                < timestamp(datetime!(2026-11-30 18:00:00.19 UTC))
-        );
-    }
-
-    #[test]
     fn following_oneself_is_refused() {
         assert!(matches!(
             Relationship::new(id("ada"), id("ada")),
@@ -765,7 +741,7 @@ mod tests {
                 // An edge whose follower has no profile (any more): listed without a name.
                 graph.state().edges.insert(
                     (id("newbie"), id("bob")),
-                    timestamp(NOW + time::Duration::minutes(10)),
+                    crate::clock::format(NOW + time::Duration::minutes(10)),
                 );
                 continue;
             }

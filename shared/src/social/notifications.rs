@@ -156,10 +156,7 @@ impl Commit<NotificationId> for ReadFor<'_> {
 /// The event's time as the notification's, normalized so that it sorts as text; now if the
 /// producer's time is unreadable.
 fn created_at(occurred_at: &str) -> String {
-    OffsetDateTime::parse(occurred_at, &Rfc3339)
-        .ok()
-        .and_then(|at| at.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok())
-        .unwrap_or_else(crate::clock::now_rfc3339)
+    crate::clock::normalize(occurred_at).unwrap_or_else(crate::clock::now_rfc3339)
 }
 
 /// Handles one SQS batch of social events; returns the ids of the messages to retry.
@@ -427,7 +424,7 @@ pub(crate) mod tests {
     fn event_times_are_normalized_to_utc() {
         assert_eq!(
             created_at("2026-11-30T19:00:00+01:00"),
-            "2026-11-30T18:00:00Z"
+            "2026-11-30T18:00:00.000000Z"
         );
         assert!(created_at("yesterday").starts_with("20"));
     }
