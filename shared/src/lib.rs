@@ -16,6 +16,7 @@
 //! - [`events`]: the versioned event envelopes on the queues.
 //! - [`ids`]: identifiers parsed once at the boundary.
 //! - [`social`]: the follow product.
+//! - [`seckill`]: the flash-sale product.
 //!
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the
 //! adapters beside them implement those ports.
@@ -32,6 +33,7 @@ pub mod ids;
 pub mod once;
 pub mod queue;
 pub mod script;
+pub mod seckill;
 pub mod social;
 pub mod telemetry;
 

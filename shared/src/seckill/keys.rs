@@ -1,0 +1,110 @@
+//! The flash sale's key design, in Redis and in the commerce table, and its events.
+//!
+//! Redis (every key of one sale shares the hash tag `{<saleId>}`, so that one Lua script may
+//! touch them all, also on a Redis Cluster):
+//!
+//! | key | type | what |
+//! |---|---|---|
+//! | `sale:{<id>}:info` | hash | `title`, `priceCents`, `perUserLimit`, `startsAtMs`, `endsAtMs`, `stock` (initial), `productId`: what the detail page and the admission script read |
+//! | `sale:{<id>}:stock` | string (integer) | units left to reserve |
+//! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
+//! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
+//! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
+//! | `sale:{<id>}:rate:<userId>` | string (integer, expiring) | the user's admission attempts in the current window |
+//!
+//! Commerce table:
+//!
+//! | item | `pk` | `sk` | index keys | access pattern |
+//! |---|---|---|---|---|
+//! | sale | `SALE#<id>` | `SALE` | | the sale's definition, `state` (DRAFT, PUBLISHED) and `stockRemaining`, DynamoDB's final guard against oversell |
+//! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>` | one order by id (owner checked); a user's orders newest first |
+//! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
+
+/// The Redis keys of one sale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SaleKeys {
+    pub info: String,
+    pub stock: String,
+    pub bought: String,
+    pub pending: String,
+    pub released: String,
+    /// The prefix of the per-user rate keys; the script appends the user id.
+    pub rate_prefix: String,
+}
+
+impl SaleKeys {
+    pub fn new(sale_id: &str) -> Self {
+        let tag = format!("sale:{{{sale_id}}}");
+        Self {
+            info: format!("{tag}:info"),
+            stock: format!("{tag}:stock"),
+            bought: format!("{tag}:bought"),
+            pending: format!("{tag}:pending"),
+            released: format!("{tag}:released"),
+            rate_prefix: format!("{tag}:rate:"),
+        }
+    }
+}
+
+pub const SALE_SK: &str = "SALE";
+pub const ORDER_SK: &str = "ORDER";
+
+pub fn sale_pk(sale_id: &str) -> String {
+    format!("SALE#{sale_id}")
+}
+
+pub fn order_pk(order_id: &str) -> String {
+    format!("ORDER#{order_id}")
+}
+
+pub fn user_orders_pk(user_id: &str) -> String {
+    format!("USER#{user_id}")
+}
+
+pub fn user_orders_sk(created_at: &str, order_id: &str) -> String {
+    format!("{created_at}#{order_id}")
+}
+
+/// The events of the order path, in the versioned envelope of [`crate::events::Envelope`].
+pub const ORDER_PLACED: &str = "OrderPlaced";
+pub const PAYMENT_DUE: &str = "PaymentDue";
+
+/// `OrderPlaced` v1, sent by the order route after the script reserved a unit.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderPlaced {
+    pub order_id: String,
+    pub sale_id: String,
+    pub user_id: String,
+    pub price_cents: u64,
+    /// Epoch milliseconds, as the script recorded the reservation.
+    pub reserved_at_ms: i64,
+}
+
+/// `PaymentDue` v1, sent with the payment window as its delay when an order is confirmed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PaymentDue {
+    pub order_id: String,
+    pub sale_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_of_a_sale_shares_its_hash_tag() {
+        let keys = SaleKeys::new("s1");
+        for key in [
+            &keys.info,
+            &keys.stock,
+            &keys.bought,
+            &keys.pending,
+            &keys.released,
+            &keys.rate_prefix,
+        ] {
+            assert!(key.starts_with("sale:{s1}:"), "{key}");
+        }
+    }
+}
