@@ -2,5 +2,6 @@
 //! runner with the real function binaries, against the emulators, driven over HTTP as a
 //! client would.
 
+mod cold_start;
 mod follow;
 mod support;
