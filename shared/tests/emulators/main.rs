@@ -5,7 +5,9 @@
 mod async_path;
 mod dynamo;
 mod follow_graph;
+mod order_path;
 mod profile_store;
 mod queue;
 mod redis_script;
+mod sale_admission;
 mod support;

@@ -1,0 +1,19 @@
+//! `GET /seckill/activities/{id}` (public): a published sale with its live stock, from Redis.
+
+use app::config::Env;
+use app::seckill::handlers;
+use app::seckill::redis_store::RedisSales;
+use app::{cloud, http, telemetry};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    telemetry::init();
+    let url = Env::process()
+        .redis_url("REDIS_URL")
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let redis = cloud::redis(&url)
+        .await
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let cache = RedisSales::new(redis);
+    http::run(|request| handlers::get_sale(&cache, request)).await
+}

@@ -1,0 +1,38 @@
+//! On a schedule: releases reservations that never became orders and logs each published
+//! sale's stock in Redis beside DynamoDB's; answers a JSON summary.
+
+use app::config::Env;
+use app::seckill::order_store::DynamoOrderStore;
+use app::seckill::reconcile;
+use app::seckill::reservations::RedisReservations;
+use app::{cloud, telemetry};
+use lambda_runtime::{LambdaEvent, service_fn};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    telemetry::init();
+    let env = Env::process();
+    let grace = env
+        .parsed_or("RECONCILE_GRACE_SECONDS", 60u64)
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
+    let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let reservations = RedisReservations::from_env(&env)
+        .await
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let (store, reservations) = (&store, &reservations);
+    lambda_runtime::run(service_fn(
+        move |_: LambdaEvent<serde_json::Value>| async move {
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let summary =
+                reconcile::reconcile(store, reservations, Duration::from_secs(grace), now_ms)
+                    .await?;
+            Ok::<_, lambda_runtime::Error>(serde_json::to_value(summary)?)
+        },
+    ))
+    .await
+}

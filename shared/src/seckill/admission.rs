@@ -1,0 +1,368 @@
+//! Admission of orders: one atomic reservation in the cache, then one `OrderPlaced` event.
+//!
+//! The [`Admission`] port reserves and releases units (Redis: `redis_store`); the
+//! [`OrderPublisher`] port sends the event (SQS). A rejected attempt touches nothing but the
+//! admission store; if the event cannot be sent, the unit is released before the caller hears
+//! 503, so that a failed send never keeps stock away from other buyers.
+
+use super::keys::{ORDER_PLACED, OrderPlaced};
+use super::sale::SaleId;
+use crate::events::Envelope;
+use crate::ids::UserId;
+use async_trait::async_trait;
+
+/// One attempt to reserve a unit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub sale_id: SaleId,
+    pub user_id: UserId,
+    pub order_id: String,
+    /// Epoch milliseconds: the clock the window is checked against.
+    pub now_ms: i64,
+    /// Attempts a user may make per second.
+    pub rate_limit_per_second: u32,
+}
+
+/// The admission store's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// One unit is reserved for the order, at this price.
+    Reserved {
+        price_cents: u64,
+    },
+    UnknownSale,
+    NotStarted,
+    Ended,
+    RateLimited,
+    LimitReached,
+    SoldOut,
+}
+
+/// Why the admission store failed (unreachable, a script error); the cause is for the log.
+#[derive(Debug, thiserror::Error)]
+#[error("admission store failed")]
+pub struct AdmissionError(#[from] pub anyhow::Error);
+
+/// Reserves and releases units of a sale, atomically per call.
+#[async_trait]
+pub trait Admission: Send + Sync {
+    /// Checks the sale, its window, the user's rate and limit, and the stock; reserves one
+    /// unit when all pass.
+    async fn reserve(&self, reservation: &Reservation) -> Result<Verdict, AdmissionError>;
+
+    /// Gives the order's unit back, once: `true` when this call released it. Without a
+    /// `holder`, only a reservation still pending is released; with one, also an order that
+    /// was materialized since (e.g. cancelled for non-payment).
+    async fn release(
+        &self,
+        sale_id: &SaleId,
+        order_id: &str,
+        holder: Option<&UserId>,
+    ) -> Result<bool, AdmissionError>;
+}
+
+/// Why an event could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to publish the order event")]
+pub struct PublishError(#[from] pub anyhow::Error);
+
+/// Sends the order events (SQS).
+#[async_trait]
+pub trait OrderPublisher: Send + Sync {
+    async fn order_placed(&self, event: &Envelope<OrderPlaced>) -> Result<(), PublishError>;
+}
+
+/// Why an order was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceOrderError {
+    #[error("no such sale")]
+    UnknownSale,
+    #[error("the sale has not started yet")]
+    NotStarted,
+    #[error("the sale has ended")]
+    Ended,
+    #[error("too many attempts, slow down")]
+    RateLimited,
+    #[error("you already hold as many units as this sale allows")]
+    LimitReached,
+    #[error("the sale is sold out")]
+    SoldOut,
+    /// The event could not be sent; the reservation was given back (or will be reconciled).
+    #[error("the order could not be queued, please retry")]
+    Unavailable(#[source] PublishError),
+    #[error(transparent)]
+    Admission(#[from] AdmissionError),
+}
+
+/// An accepted order: reserved and queued.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacedOrder {
+    pub order_id: String,
+    pub event: Envelope<OrderPlaced>,
+}
+
+/// The `OrderPlaced` v1 event of a reservation.
+pub fn order_placed(
+    reservation: &Reservation,
+    price_cents: u64,
+    occurred_at: String,
+) -> Envelope<OrderPlaced> {
+    Envelope {
+        kind: ORDER_PLACED.to_owned(),
+        version: 1,
+        id: uuid::Uuid::now_v7().to_string(),
+        occurred_at,
+        payload: OrderPlaced {
+            order_id: reservation.order_id.clone(),
+            sale_id: reservation.sale_id.as_str().to_owned(),
+            user_id: reservation.user_id.as_str().to_owned(),
+            price_cents,
+            reserved_at_ms: reservation.now_ms,
+        },
+    }
+}
+
+/// Places an order: one reservation, then one event; on a failed send, one release.
+#[tracing::instrument(skip(admission, publisher), fields(sale = %reservation.sale_id, order = %reservation.order_id))]
+pub async fn place_order(
+    admission: &dyn Admission,
+    publisher: &dyn OrderPublisher,
+    reservation: &Reservation,
+    occurred_at: String,
+) -> Result<PlacedOrder, PlaceOrderError> {
+    let price_cents = match admission.reserve(reservation).await? {
+        Verdict::Reserved { price_cents } => price_cents,
+        Verdict::UnknownSale => return Err(PlaceOrderError::UnknownSale),
+        Verdict::NotStarted => return Err(PlaceOrderError::NotStarted),
+        Verdict::Ended => return Err(PlaceOrderError::Ended),
+        Verdict::RateLimited => return Err(PlaceOrderError::RateLimited),
+        Verdict::LimitReached => return Err(PlaceOrderError::LimitReached),
+        Verdict::SoldOut => return Err(PlaceOrderError::SoldOut),
+    };
+    let event = order_placed(reservation, price_cents, occurred_at);
+    if let Err(send) = publisher.order_placed(&event).await {
+        // The order does not exist for anyone but this reservation: give the unit back. If
+        // that fails too, the pending entry stays and the reconciliation releases it.
+        match admission
+            .release(&reservation.sale_id, &reservation.order_id, None)
+            .await
+        {
+            Ok(released) => tracing::warn!(error = ?send, released, "order event not sent"),
+            Err(release) => tracing::error!(
+                error = ?send, release_error = ?release,
+                "order event not sent and the reservation not released"
+            ),
+        }
+        return Err(PlaceOrderError::Unavailable(send));
+    }
+    Ok(PlacedOrder {
+        order_id: reservation.order_id.clone(),
+        event,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! An in-memory admission store with the script's semantics, and a publisher that can fail.
+
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A sale's window (ms), per-user limit, price and stock.
+    pub type FakeSale = (i64, i64, u32, u64, i64);
+
+    #[derive(Default)]
+    pub struct MemoryAdmission {
+        pub sales: Mutex<HashMap<SaleId, FakeSale>>,
+        pub bought: Mutex<HashMap<(SaleId, UserId), u32>>,
+        pub pending: Mutex<HashMap<String, UserId>>,
+        pub released: Mutex<HashSet<String>>,
+    }
+
+    impl MemoryAdmission {
+        pub fn stock(&self, sale: &SaleId) -> i64 {
+            self.sales.lock().unwrap()[sale].4
+        }
+    }
+
+    #[async_trait]
+    impl Admission for MemoryAdmission {
+        async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
+            let mut sales = self.sales.lock().unwrap();
+            let Some(sale) = sales.get_mut(&r.sale_id) else {
+                return Ok(Verdict::UnknownSale);
+            };
+            if r.now_ms < sale.0 {
+                return Ok(Verdict::NotStarted);
+            }
+            if r.now_ms >= sale.1 {
+                return Ok(Verdict::Ended);
+            }
+            let mut bought = self.bought.lock().unwrap();
+            let held = bought
+                .entry((r.sale_id.clone(), r.user_id.clone()))
+                .or_default();
+            if *held >= sale.2 {
+                return Ok(Verdict::LimitReached);
+            }
+            if sale.4 <= 0 {
+                return Ok(Verdict::SoldOut);
+            }
+            sale.4 -= 1;
+            *held += 1;
+            self.pending
+                .lock()
+                .unwrap()
+                .insert(r.order_id.clone(), r.user_id.clone());
+            Ok(Verdict::Reserved {
+                price_cents: sale.3,
+            })
+        }
+
+        async fn release(
+            &self,
+            sale_id: &SaleId,
+            order_id: &str,
+            holder: Option<&UserId>,
+        ) -> Result<bool, AdmissionError> {
+            if !self.released.lock().unwrap().insert(order_id.to_owned()) {
+                return Ok(false);
+            }
+            let user = match (self.pending.lock().unwrap().remove(order_id), holder) {
+                (Some(user), _) => user,
+                (None, Some(user)) => user.clone(),
+                (None, None) => {
+                    self.released.lock().unwrap().remove(order_id);
+                    return Ok(false);
+                }
+            };
+            self.sales.lock().unwrap().get_mut(sale_id).unwrap().4 += 1;
+            *self
+                .bought
+                .lock()
+                .unwrap()
+                .get_mut(&(sale_id.clone(), user))
+                .unwrap() -= 1;
+            Ok(true)
+        }
+    }
+
+    #[derive(Default)]
+    pub struct MemoryPublisher {
+        pub fail: AtomicBool,
+        pub sent: Mutex<Vec<Envelope<OrderPlaced>>>,
+    }
+
+    #[async_trait]
+    impl OrderPublisher for MemoryPublisher {
+        async fn order_placed(&self, event: &Envelope<OrderPlaced>) -> Result<(), PublishError> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(anyhow::anyhow!("queue unavailable").into());
+            }
+            self.sent.lock().unwrap().push(event.clone());
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::{MemoryAdmission, MemoryPublisher};
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    fn setup(stock: i64) -> (MemoryAdmission, SaleId) {
+        let admission = MemoryAdmission::default();
+        let sale = SaleId::generate();
+        admission
+            .sales
+            .lock()
+            .unwrap()
+            .insert(sale.clone(), (1_000, 2_000, 1, 500, stock));
+        (admission, sale)
+    }
+
+    fn attempt(sale: &SaleId, user: &str, now_ms: i64) -> Reservation {
+        Reservation {
+            sale_id: sale.clone(),
+            user_id: UserId::parse(user).unwrap(),
+            order_id: uuid::Uuid::now_v7().to_string(),
+            now_ms,
+            rate_limit_per_second: 5,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_admitted_order_sends_one_order_placed_event() {
+        let (admission, sale) = setup(1);
+        let publisher = MemoryPublisher::default();
+        let reservation = attempt(&sale, "ann", 1_500);
+        let placed = place_order(&admission, &publisher, &reservation, "t".into())
+            .await
+            .unwrap();
+        let sent = publisher.sent.lock().unwrap();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].kind, ORDER_PLACED);
+        assert_eq!(sent[0].version, 1);
+        assert_eq!(sent[0].payload.order_id, placed.order_id);
+        assert_eq!(sent[0].payload.price_cents, 500);
+        assert_eq!(sent[0].payload.reserved_at_ms, 1_500);
+    }
+
+    #[tokio::test]
+    async fn rejections_send_nothing() {
+        let (admission, sale) = setup(1);
+        let publisher = MemoryPublisher::default();
+        let p = |r: Reservation| {
+            let (admission, publisher) = (&admission, &publisher);
+            async move { place_order(admission, publisher, &r, "t".into()).await }
+        };
+        assert!(matches!(
+            p(attempt(&sale, "a", 999)).await,
+            Err(PlaceOrderError::NotStarted)
+        ));
+        assert!(matches!(
+            p(attempt(&sale, "a", 2_000)).await,
+            Err(PlaceOrderError::Ended)
+        ));
+        assert!(p(attempt(&sale, "a", 1_500)).await.is_ok());
+        assert!(matches!(
+            p(attempt(&sale, "a", 1_500)).await,
+            Err(PlaceOrderError::LimitReached)
+        ));
+        assert!(matches!(
+            p(attempt(&sale, "b", 1_500)).await,
+            Err(PlaceOrderError::SoldOut)
+        ));
+        let unknown = attempt(&SaleId::generate(), "a", 1_500);
+        assert!(matches!(
+            p(unknown).await,
+            Err(PlaceOrderError::UnknownSale)
+        ));
+        assert_eq!(publisher.sent.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_send_releases_the_reservation() {
+        let (admission, sale) = setup(1);
+        let publisher = MemoryPublisher::default();
+        publisher.fail.store(true, Ordering::SeqCst);
+        let reservation = attempt(&sale, "ann", 1_500);
+        let err = place_order(&admission, &publisher, &reservation, "t".into())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, PlaceOrderError::Unavailable(_)));
+        assert_eq!(admission.stock(&sale), 1);
+        assert!(admission.pending.lock().unwrap().is_empty());
+        // The user may try again, and the unit is there.
+        publisher.fail.store(false, Ordering::SeqCst);
+        let again = attempt(&sale, "ann", 1_600);
+        assert!(
+            place_order(&admission, &publisher, &again, "t".into())
+                .await
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,414 @@
+//! HTTP entry points of the sale routes: operators create and publish, buyers read and order.
+//!
+//! The buyer routes (`get_sale`, `place_order`) read only the cache and the admission store,
+//! never DynamoDB.
+
+use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
+use super::sale::{
+    self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleId,
+    SaleState, SaleStore, epoch_ms,
+};
+use crate::auth::Caller;
+use crate::config::{ConfigError, Env};
+use crate::http::{ApiError, json, parse_body, path_parameter};
+use lambda_http::http::{HeaderValue, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// The `{id}` of the path.
+fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
+    let raw = path_parameter(request, "id")?;
+    SaleId::parse(&raw).map_err(|err| ApiError::bad_request(format!("id in the path: {err}")))
+}
+
+fn rfc3339_of_ms(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .map(crate::clock::format)
+        .unwrap_or_default()
+}
+
+/// A sale as operators see it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SaleBody<'a> {
+    id: &'a SaleId,
+    product_id: &'a str,
+    title: &'a str,
+    price_cents: u64,
+    stock: u32,
+    stock_remaining: u32,
+    per_user_limit: u32,
+    starts_at: String,
+    ends_at: String,
+    state: Lifecycle,
+    created_at: &'a str,
+}
+
+fn sale_body(sale: &Sale) -> SaleBody<'_> {
+    SaleBody {
+        id: &sale.id,
+        product_id: &sale.product_id,
+        title: &sale.title,
+        price_cents: sale.price_cents,
+        stock: sale.initial_stock,
+        stock_remaining: sale.stock_remaining,
+        per_user_limit: sale.per_user_limit,
+        starts_at: crate::clock::format(sale.starts_at),
+        ends_at: crate::clock::format(sale.ends_at),
+        state: sale.state,
+        created_at: &sale.created_at,
+    }
+}
+
+/// `POST /seckill/activities` (admin): creates a draft sale; 201 with it.
+#[tracing::instrument(skip_all)]
+pub async fn create_sale(
+    store: &dyn SaleStore,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    Caller::from_request(&request)?.require_admin()?;
+    let dto: NewSaleDto = parse_body(&request)?;
+    let now = OffsetDateTime::now_utc();
+    let new = NewSale::parse(dto, now).map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let sale = Sale::draft(SaleId::generate(), new, crate::clock::format(now));
+    store.create(&sale).await.map_err(ApiError::internal)?;
+    Ok(json(StatusCode::CREATED, &sale_body(&sale)))
+}
+
+/// `POST /seckill/activities/{id}/publish` (admin): publishes and preheats; idempotent.
+#[tracing::instrument(skip_all)]
+pub async fn publish_sale(
+    store: &dyn SaleStore,
+    cache: &dyn SaleCache,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    Caller::from_request(&request)?.require_admin()?;
+    let id = path_sale(&request)?;
+    let now = crate::clock::now_rfc3339();
+    match sale::publish(store, cache, &id, &now).await {
+        Ok(sale) => Ok(json(StatusCode::OK, &sale_body(&sale))),
+        Err(err @ PublishError::NotFound(_)) => Err(ApiError::not_found(err.to_string())),
+        Err(PublishError::Store(err)) => Err(ApiError::internal(err)),
+    }
+}
+
+/// A sale as buyers see it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DetailBody<'a> {
+    id: &'a SaleId,
+    product_id: &'a str,
+    title: &'a str,
+    price_cents: u64,
+    per_user_limit: u32,
+    starts_at: String,
+    ends_at: String,
+    stock: u32,
+    stock_remaining: i64,
+    state: SaleState,
+}
+
+fn detail_body(detail: &SaleDetail, now_ms: i64) -> DetailBody<'_> {
+    DetailBody {
+        id: &detail.id,
+        product_id: &detail.product_id,
+        title: &detail.title,
+        price_cents: detail.price_cents,
+        per_user_limit: detail.per_user_limit,
+        starts_at: rfc3339_of_ms(detail.starts_at_ms),
+        ends_at: rfc3339_of_ms(detail.ends_at_ms),
+        stock: detail.stock,
+        stock_remaining: detail.stock_remaining.max(0),
+        state: detail.state(now_ms),
+    }
+}
+
+/// How long a CDN or browser may reuse a detail page: short, since the stock is live.
+pub const DETAIL_CACHE_CONTROL: &str = "public, max-age=1";
+
+/// `GET /seckill/activities/{id}` (public): the published sale with its live stock and state,
+/// from one Redis round trip.
+#[tracing::instrument(skip_all)]
+pub async fn get_sale(cache: &dyn SaleCache, request: Request) -> Result<Response<Body>, ApiError> {
+    let id = path_sale(&request)?;
+    let detail = cache
+        .detail(&id)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found(format!("no sale {id}")))?;
+    let now_ms = epoch_ms(OffsetDateTime::now_utc());
+    let mut response = json(StatusCode::OK, &detail_body(&detail, now_ms));
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(DETAIL_CACHE_CONTROL),
+    );
+    Ok(response)
+}
+
+/// What the order route needs, built once at cold start.
+pub struct OrderRoute<'a> {
+    pub admission: &'a dyn Admission,
+    pub publisher: &'a dyn OrderPublisher,
+    /// `ORDER_RATE_LIMIT_PER_SECOND`: attempts per user per second.
+    pub rate_limit_per_second: u32,
+}
+
+/// `ORDER_RATE_LIMIT_PER_SECOND`, 5 when unset.
+pub fn rate_limit_from_env(env: &Env) -> Result<u32, ConfigError> {
+    let limit = env.parsed_or("ORDER_RATE_LIMIT_PER_SECOND", 5u32)?;
+    if limit == 0 {
+        return Err(ConfigError::Invalid {
+            name: "ORDER_RATE_LIMIT_PER_SECOND".to_owned(),
+            reason: "must be at least 1".to_owned(),
+        });
+    }
+    Ok(limit)
+}
+
+impl From<PlaceOrderError> for ApiError {
+    fn from(err: PlaceOrderError) -> Self {
+        let message = err.to_string();
+        match err {
+            PlaceOrderError::UnknownSale => ApiError::not_found(message),
+            PlaceOrderError::NotStarted => ApiError::conflict("NOT_STARTED", message),
+            PlaceOrderError::Ended => ApiError::conflict("ENDED", message),
+            PlaceOrderError::LimitReached => ApiError::conflict("LIMIT_REACHED", message),
+            PlaceOrderError::SoldOut => ApiError::conflict("SOLD_OUT", message),
+            PlaceOrderError::RateLimited => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+            }
+            PlaceOrderError::Unavailable(_) => ApiError::unavailable("RETRY", message),
+            PlaceOrderError::Admission(err) => ApiError::internal(err),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AcceptedBody<'a> {
+    order_id: &'a str,
+    status: &'static str,
+}
+
+/// `POST /seckill/activities/{id}/orders` (user): reserves a unit and queues the order;
+/// `202 {orderId, status: "PENDING"}`.
+#[tracing::instrument(skip_all)]
+pub async fn place_order(
+    route: &OrderRoute<'_>,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    let caller = Caller::from_request(&request)?;
+    let sale_id = path_sale(&request)?;
+    let now = OffsetDateTime::now_utc();
+    let reservation = Reservation {
+        sale_id,
+        user_id: caller.user_id,
+        order_id: uuid::Uuid::now_v7().to_string(),
+        now_ms: epoch_ms(now),
+        rate_limit_per_second: route.rate_limit_per_second,
+    };
+    let placed = admission::place_order(
+        route.admission,
+        route.publisher,
+        &reservation,
+        crate::clock::format(now),
+    )
+    .await?;
+    Ok(json(
+        StatusCode::ACCEPTED,
+        &AcceptedBody {
+            order_id: &placed.order_id,
+            status: "PENDING",
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seckill::admission::fake::{MemoryAdmission, MemoryPublisher};
+    use crate::seckill::sale::fake::MemorySales;
+    use crate::testing::{api_request, claims_of};
+    use lambda_http::RequestExt;
+    use serde_json::{Value, json};
+    use std::collections::HashMap;
+    use std::sync::atomic::Ordering;
+
+    fn admin() -> Value {
+        json!({"jwt": {"claims": {"sub": "op", "cognito:groups": "[admin]"}, "scopes": null}})
+    }
+
+    fn with_id(request: Request, id: &str) -> Request {
+        request.with_path_parameters(HashMap::from([("id".to_owned(), id.to_owned())]))
+    }
+
+    fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
+        let response = result.unwrap_or_else(ApiError::into_response);
+        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
+        (response.status().as_u16(), body)
+    }
+
+    fn new_sale_body(starts_in_s: i64) -> String {
+        let now = OffsetDateTime::now_utc();
+        json!({
+            "productId": "sku-1", "title": "Phone", "priceCents": 500, "stock": 3,
+            "perUserLimit": 1,
+            "startsAt": crate::clock::format(now + time::Duration::seconds(starts_in_s)),
+            "endsAt": crate::clock::format(now + time::Duration::hours(1)),
+        })
+        .to_string()
+    }
+
+    #[tokio::test]
+    async fn only_operators_create_and_publish() {
+        let sales = MemorySales::default();
+        let request = api_request(
+            "POST",
+            "/seckill/activities",
+            &new_sale_body(0),
+            claims_of("bob"),
+        );
+        let (status, body) = answer(create_sale(&sales, request).await);
+        assert_eq!(status, 403, "{body}");
+        let request = with_id(
+            api_request("POST", "/p", "", claims_of("bob")),
+            SaleId::generate().as_str(),
+        );
+        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 403);
+    }
+
+    #[tokio::test]
+    async fn a_bad_sale_is_a_400_that_says_why() {
+        let sales = MemorySales::default();
+        let mut body: Value = serde_json::from_str(&new_sale_body(0)).unwrap();
+        body["discount"] = json!(10);
+        let request = api_request("POST", "/seckill/activities", &body.to_string(), admin());
+        let (status, answer_body) = answer(create_sale(&sales, request).await);
+        assert_eq!(status, 400);
+        assert!(
+            answer_body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("unknown field `discount`")
+        );
+        body.as_object_mut().unwrap().remove("discount");
+        body["perUserLimit"] = json!(4);
+        let request = api_request("POST", "/seckill/activities", &body.to_string(), admin());
+        let (status, answer_body) = answer(create_sale(&sales, request).await);
+        assert_eq!(status, 400);
+        assert!(
+            answer_body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("perUserLimit")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sale_is_created_published_and_read_publicly() {
+        let sales = MemorySales::default();
+        let request = api_request("POST", "/seckill/activities", &new_sale_body(-1), admin());
+        let (status, created) = answer(create_sale(&sales, request).await);
+        assert_eq!(status, 201, "{created}");
+        assert_eq!(created["state"], "DRAFT");
+        assert_eq!(created["stockRemaining"], 3);
+        let id = created["id"].as_str().unwrap().to_owned();
+
+        let read = || {
+            let request = with_id(api_request("GET", "/d", "", json!(null)), &id);
+            get_sale(&sales, request)
+        };
+        assert_eq!(answer(read().await).0, 404);
+
+        let request = with_id(api_request("POST", "/p", "", admin()), &id);
+        let (status, published) = answer(publish_sale(&sales, &sales, request).await);
+        assert_eq!(status, 200);
+        assert_eq!(published["state"], "PUBLISHED");
+        let request = with_id(api_request("POST", "/p", "", admin()), &id);
+        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 200);
+
+        let response = read().await.unwrap();
+        assert_eq!(
+            response.headers()[header::CACHE_CONTROL],
+            DETAIL_CACHE_CONTROL
+        );
+        let (status, detail) = answer(Ok(response));
+        assert_eq!(status, 200);
+        assert_eq!(detail["state"], "ONGOING");
+        assert_eq!(detail["stock"], 3);
+        assert_eq!(detail["stockRemaining"], 3);
+        assert_eq!(detail["priceCents"], 500);
+
+        let request = with_id(
+            api_request("POST", "/p", "", admin()),
+            SaleId::generate().as_str(),
+        );
+        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 404);
+        let request = with_id(api_request("GET", "/d", "", json!(null)), "nope");
+        assert_eq!(answer(get_sale(&sales, request).await).0, 400);
+    }
+
+    #[tokio::test]
+    async fn orders_are_accepted_then_refused_with_the_contract_codes() {
+        let admission = MemoryAdmission::default();
+        let publisher = MemoryPublisher::default();
+        let sale = SaleId::generate();
+        let now = epoch_ms(OffsetDateTime::now_utc());
+        admission
+            .sales
+            .lock()
+            .unwrap()
+            .insert(sale.clone(), (now - 1_000, now + 60_000, 1, 500, 1));
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 5,
+        };
+        let order =
+            |who: &str, id: &str| with_id(api_request("POST", "/o", "", claims_of(who)), id);
+        let (status, body) = answer(place_order(&route, order("ann", sale.as_str())).await);
+        assert_eq!(status, 202, "{body}");
+        assert_eq!(body["status"], "PENDING");
+        assert_eq!(
+            publisher.sent.lock().unwrap()[0].payload.order_id,
+            body["orderId"].as_str().unwrap()
+        );
+        let (status, body) = answer(place_order(&route, order("ann", sale.as_str())).await);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("LIMIT_REACHED"))
+        );
+        let (status, body) = answer(place_order(&route, order("bob", sale.as_str())).await);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("SOLD_OUT"))
+        );
+        let unknown = SaleId::generate();
+        assert_eq!(
+            answer(place_order(&route, order("bob", unknown.as_str())).await).0,
+            404
+        );
+
+        admission.sales.lock().unwrap().get_mut(&sale).unwrap().4 = 1;
+        publisher.fail.store(true, Ordering::SeqCst);
+        let (status, body) = answer(place_order(&route, order("cid", sale.as_str())).await);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (503, Some("RETRY"))
+        );
+        assert_eq!(admission.stock(&sale), 1);
+    }
+
+    #[test]
+    fn the_rate_limit_defaults_to_five_and_refuses_zero() {
+        assert_eq!(rate_limit_from_env(&Env::from_pairs([])), Ok(5));
+        assert_eq!(
+            rate_limit_from_env(&Env::from_pairs([("ORDER_RATE_LIMIT_PER_SECOND", "50")])),
+            Ok(50)
+        );
+        assert!(
+            rate_limit_from_env(&Env::from_pairs([("ORDER_RATE_LIMIT_PER_SECOND", "0")])).is_err()
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
+//! domain tests.
+
+use super::keys::PaymentDue;
+use super::orders::{
+    NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueSink,
+    PaymentMethod, PendingReservation, PublishedSale, Reservations,
+};
+use crate::ids::UserId;
+use crate::once::{Rejected, Unit};
+use crate::social::cursor::{Cursor, PageLimit};
+use async_trait::async_trait;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
+/// Sale ids (UUIDs).
+pub(crate) const S1: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000001";
+pub(crate) const S2: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000002";
+pub(crate) const GHOST: &str = "0190a1b2-c3d4-7e5f-8a9b-00000000dead";
+
+/// An `OrderPlaced` v1 message body.
+pub(crate) fn placed(order: &str, sale: &str, user: &str) -> String {
+    serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
+        "occurredAt": "2026-11-30T18:00:00Z",
+        "payload": {"orderId": order, "saleId": sale, "userId": user, "priceCents": 990,
+                    "reservedAtMs": 1_796_060_000_000_i64}})
+    .to_string()
+}
+
+/// A `PaymentDue` v1 message body.
+pub(crate) fn due(order: &str, sale: &str) -> String {
+    serde_json::json!({"type": "PaymentDue", "version": 1, "id": format!("due-{order}"),
+        "occurredAt": "2026-11-30T18:00:00Z", "payload": {"orderId": order, "saleId": sale}})
+    .to_string()
+}
+
+#[derive(Default)]
+pub(crate) struct MemoryOrders {
+    orders: Mutex<BTreeMap<String, Order>>,
+    /// Sale id → (stockRemaining, published).
+    sales: Mutex<HashMap<String, (i64, bool)>>,
+    sale_writes: Mutex<u32>,
+}
+
+impl MemoryOrders {
+    pub(crate) fn add_sale(&self, sale: &str, stock: i64) {
+        self.sales
+            .lock()
+            .unwrap()
+            .insert(sale.to_owned(), (stock, true));
+    }
+
+    pub(crate) fn stock(&self, sale: &str) -> i64 {
+        self.sales.lock().unwrap()[sale].0
+    }
+
+    pub(crate) fn sale_writes(&self) -> u32 {
+        *self.sale_writes.lock().unwrap()
+    }
+
+    pub(crate) fn orders(&self) -> usize {
+        self.orders.lock().unwrap().len()
+    }
+
+    pub(crate) fn status(&self, order: &str) -> Option<OrderStatus> {
+        self.orders.lock().unwrap().get(order).map(|o| o.status)
+    }
+
+    fn put(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Result<(), Rejected> {
+        let orders = self.orders.lock().unwrap();
+        if let Some(index) = units.iter().position(|u| orders.contains_key(&u.marker)) {
+            return Err(Rejected::AlreadyApplied(index));
+        }
+        drop(orders);
+        let mut orders = self.orders.lock().unwrap();
+        for unit in units {
+            let new = &unit.payload;
+            orders.insert(
+                new.order_id.clone(),
+                Order {
+                    order_id: new.order_id.clone(),
+                    sale_id: new.sale_id.clone(),
+                    user_id: new.user_id.clone(),
+                    price_cents: new.price_cents,
+                    status,
+                    created_at: new.created_at.clone(),
+                    payment_method: None,
+                    paid_at: None,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl OrderStore for MemoryOrders {
+    async fn confirm_orders(
+        &self,
+        sale_id: &str,
+        units: &[Unit<NewOrder>],
+    ) -> Result<(), Rejected> {
+        {
+            let orders = self.orders.lock().unwrap();
+            if let Some(index) = units.iter().position(|u| orders.contains_key(&u.marker)) {
+                return Err(Rejected::AlreadyApplied(index));
+            }
+        }
+        let mut sales = self.sales.lock().unwrap();
+        let n = i64::try_from(units.len()).unwrap();
+        match sales.get_mut(sale_id) {
+            Some((stock, _)) if *stock >= n => *stock -= n,
+            _ => return Err(Rejected::Aggregate),
+        }
+        *self.sale_writes.lock().unwrap() += 1;
+        drop(sales);
+        self.put(units, OrderStatus::Confirmed)
+    }
+
+    async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
+        self.put(units, OrderStatus::Rejected)
+    }
+
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
+        let mut orders = self.orders.lock().unwrap();
+        if let Some(index) = units
+            .iter()
+            .position(|u| orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed))
+        {
+            return Err(Rejected::AlreadyApplied(index));
+        }
+        let mut sales = self.sales.lock().unwrap();
+        let Some((stock, _)) = sales.get_mut(sale_id) else {
+            return Err(Rejected::Aggregate);
+        };
+        *stock += i64::try_from(units.len()).unwrap();
+        *self.sale_writes.lock().unwrap() += 1;
+        for unit in units {
+            orders.get_mut(&unit.marker).unwrap().status = OrderStatus::Cancelled;
+        }
+        Ok(())
+    }
+
+    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
+        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.0))
+    }
+
+    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
+        Ok(self.orders.lock().unwrap().get(order_id).cloned())
+    }
+
+    async fn orders_of(
+        &self,
+        user: &UserId,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<OrderPage, OrderStoreError> {
+        let mut mine: Vec<Order> = self
+            .orders
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|o| o.user_id == *user)
+            .cloned()
+            .collect();
+        mine.sort_by(|a, b| (&b.created_at, &b.order_id).cmp(&(&a.created_at, &a.order_id)));
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => {
+                if cursor.get("user") != Some(user.as_str()) {
+                    return Err(OrderStoreError::ForeignCursor);
+                }
+                cursor
+                    .get("after")
+                    .and_then(|id| mine.iter().position(|o| o.order_id == id))
+                    .ok_or(OrderStoreError::ForeignCursor)?
+                    + 1
+            }
+        };
+        let limit = limit.get() as usize;
+        let items: Vec<Order> = mine.iter().skip(start).take(limit).cloned().collect();
+        let next = (start + limit < mine.len()).then(|| {
+            Cursor::new(BTreeMap::from([
+                ("user".to_owned(), user.to_string()),
+                ("after".to_owned(), items.last().unwrap().order_id.clone()),
+            ]))
+        });
+        Ok(OrderPage { items, next })
+    }
+
+    async fn mark_paid(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        method: PaymentMethod,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let mut orders = self.orders.lock().unwrap();
+        match orders.get_mut(order_id) {
+            Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
+                order.status = OrderStatus::Paid;
+                order.payment_method = Some(method);
+                order.paid_at = Some(at.to_owned());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {
+        let mut sales: Vec<PublishedSale> = self
+            .sales
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, (_, published))| *published)
+            .map(|(id, (stock, _))| PublishedSale {
+                sale_id: id.clone(),
+                stock_remaining: Some(*stock),
+            })
+            .collect();
+        sales.sort_by(|a, b| a.sale_id.cmp(&b.sale_id));
+        Ok(sales)
+    }
+}
+
+/// One sale in Redis.
+#[derive(Default)]
+struct RedisSale {
+    stock: i64,
+    bought: HashMap<String, i64>,
+    pending: BTreeMap<String, (String, i64)>,
+    released: BTreeSet<String>,
+}
+
+#[derive(Default)]
+pub(crate) struct MemoryReservations {
+    sales: Mutex<HashMap<String, RedisSale>>,
+}
+
+impl MemoryReservations {
+    /// What the admission script does for one order, at `at_ms`.
+    pub(crate) fn reserve_at(&self, sale: &str, order: &str, user: &str, at_ms: i64) {
+        let mut sales = self.sales.lock().unwrap();
+        let sale = sales.entry(sale.to_owned()).or_default();
+        sale.stock -= 1;
+        *sale.bought.entry(user.to_owned()).or_default() += 1;
+        sale.pending
+            .insert(order.to_owned(), (user.to_owned(), at_ms));
+    }
+
+    pub(crate) fn reserve(&self, sale: &str, order: &str, user: &str) {
+        self.reserve_at(sale, order, user, 0);
+    }
+
+    pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
+        let sales = self.sales.lock().unwrap();
+        sales
+            .get(sale)
+            .map(|s| s.pending.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn released_of(&self, sale: &str) -> Vec<String> {
+        let sales = self.sales.lock().unwrap();
+        sales
+            .get(sale)
+            .map(|s| s.released.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The stock relative to where it started (the fake starts every sale at 0).
+    pub(crate) fn stock_of(&self, sale: &str) -> i64 {
+        self.sales.lock().unwrap()[sale].stock
+    }
+}
+
+#[async_trait]
+impl Reservations for MemoryReservations {
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()> {
+        if let Some(sale) = self.sales.lock().unwrap().get_mut(sale_id) {
+            for id in order_ids {
+                sale.pending.remove(id);
+            }
+        }
+        Ok(())
+    }
+
+    async fn release(
+        &self,
+        sale_id: &str,
+        order_id: &str,
+        holder: Option<&str>,
+    ) -> anyhow::Result<bool> {
+        let mut sales = self.sales.lock().unwrap();
+        let sale = sales.entry(sale_id.to_owned()).or_default();
+        if sale.released.contains(order_id) {
+            return Ok(false);
+        }
+        let user_id = match (sale.pending.remove(order_id), holder) {
+            (Some((user, _)), _) => user,
+            (None, Some(holder)) => holder.to_owned(),
+            (None, None) => return Ok(false),
+        };
+        sale.released.insert(order_id.to_owned());
+        sale.stock += 1;
+        if let Some(bought) = sale.bought.get_mut(&user_id).filter(|n| **n > 0) {
+            *bought -= 1;
+        }
+        Ok(true)
+    }
+
+    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>> {
+        let sales = self.sales.lock().unwrap();
+        Ok(sales
+            .get(sale_id)
+            .map(|sale| {
+                sale.pending
+                    .iter()
+                    .map(|(order, (user, at))| PendingReservation {
+                        order_id: order.clone(),
+                        user_id: user.clone(),
+                        reserved_at_ms: *at,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct MemoryPayments {
+    sent: Mutex<Vec<PaymentDue>>,
+    fail: Mutex<bool>,
+}
+
+impl MemoryPayments {
+    pub(crate) fn sent(&self) -> Vec<PaymentDue> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    pub(crate) fn fail(&self, fail: bool) {
+        *self.fail.lock().unwrap() = fail;
+    }
+}
+
+#[async_trait]
+impl PaymentDueSink for MemoryPayments {
+    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
+        if *self.fail.lock().unwrap() {
+            anyhow::bail!("queue down");
+        }
+        self.sent.lock().unwrap().push(due.clone());
+        Ok(())
+    }
+}

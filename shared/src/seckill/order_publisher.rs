@@ -1,0 +1,39 @@
+//! SQS adapter of [`OrderPublisher`]: one `SendMessage` of `OrderPlaced` to the order queue.
+
+use super::admission::{OrderPublisher, PublishError};
+use super::keys::OrderPlaced;
+use crate::config::{ConfigError, Env};
+use crate::events::Envelope;
+use crate::queue::Queue;
+use async_trait::async_trait;
+
+/// The order queue.
+#[derive(Clone, Debug)]
+pub struct SqsOrderPublisher {
+    queue: Queue,
+}
+
+impl SqsOrderPublisher {
+    pub fn new(queue: Queue) -> Self {
+        Self { queue }
+    }
+
+    /// The queue named by `ORDER_QUEUE_URL`.
+    pub fn from_env(env: &Env, client: aws_sdk_sqs::Client) -> Result<Self, ConfigError> {
+        Ok(Self::new(Queue::new(
+            client,
+            env.required("ORDER_QUEUE_URL")?,
+        )))
+    }
+}
+
+#[async_trait]
+impl OrderPublisher for SqsOrderPublisher {
+    async fn order_placed(&self, event: &Envelope<OrderPlaced>) -> Result<(), PublishError> {
+        self.queue
+            .send(event, None)
+            .await
+            .map_err(|err| PublishError(err.into()))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,278 @@
+//! HTTP entry points of the order routes: only ever the caller's own orders; someone else's
+//! order is as unknown as one that does not exist.
+//!
+//! An order is readable once the order consumer materialized it (normally within a second of
+//! the `202` of the order route, whose answer already says `PENDING`); the order id is opaque,
+//! so before that the route answers 404.
+
+use super::orders::{Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, valid_id};
+use crate::auth::Caller;
+use crate::http::{ApiError, json, parse_body, path_parameter};
+use crate::ids::UserId;
+use crate::social::cursor::{Cursor, InvalidCursor, PageLimit};
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Deserialize;
+use serde_json::json as body;
+
+fn store_error(err: OrderStoreError) -> ApiError {
+    match err {
+        OrderStoreError::ForeignCursor => ApiError::bad_request(InvalidCursor.to_string()),
+        OrderStoreError::Failed(cause) => ApiError::internal(cause),
+    }
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("no such order")
+}
+
+/// The caller's order named by the path, or a 404.
+async fn own_order(
+    store: &dyn OrderStore,
+    request: &Request,
+    caller: &UserId,
+) -> Result<Order, ApiError> {
+    let order_id = path_parameter(request, "orderId")?;
+    if !valid_id(&order_id) {
+        return Err(not_found());
+    }
+    match store.order(&order_id).await.map_err(store_error)? {
+        Some(order) if order.user_id == *caller => Ok(order),
+        _ => Err(not_found()),
+    }
+}
+
+/// `GET /orders/{orderId}`.
+#[tracing::instrument(skip_all)]
+pub async fn get_order(
+    store: &dyn OrderStore,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    let caller = Caller::from_request(&request)?;
+    let order = own_order(store, &request, &caller.user_id).await?;
+    Ok(json(StatusCode::OK, &order))
+}
+
+/// `GET /orders?limit=&cursor=`: the caller's orders, newest first.
+#[tracing::instrument(skip_all)]
+pub async fn list_orders(
+    store: &dyn OrderStore,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    let caller = Caller::from_request(&request)?;
+    let query = request.query_string_parameters_ref();
+    let limit = PageLimit::parse(query.and_then(|q| q.first("limit")))
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let cursor = query
+        .and_then(|q| q.first("cursor"))
+        .map(Cursor::parse)
+        .transpose()
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let page = store
+        .orders_of(&caller.user_id, limit, cursor.as_ref())
+        .await
+        .map_err(store_error)?;
+    Ok(json(
+        StatusCode::OK,
+        &body!({"items": page.items, "nextCursor": page.next.map(|c| c.encode())}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PayBody {
+    method: String,
+}
+
+/// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`.
+#[tracing::instrument(skip_all)]
+pub async fn pay_order(
+    store: &dyn OrderStore,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    let caller = Caller::from_request(&request)?;
+    let body: PayBody = parse_body(&request)?;
+    let method = PaymentMethod::parse(&body.method)
+        .ok_or_else(|| ApiError::bad_request(r#"method must be "ONLINE" or "COD""#))?;
+    let order = own_order(store, &request, &caller.user_id).await?;
+    let order = match order.status {
+        OrderStatus::Confirmed => {
+            let at = crate::clock::now_rfc3339();
+            if store
+                .mark_paid(&order.order_id, &caller.user_id, method, &at)
+                .await
+                .map_err(store_error)?
+            {
+                Order {
+                    status: OrderStatus::Paid,
+                    payment_method: Some(method),
+                    paid_at: Some(at),
+                    ..order
+                }
+            } else {
+                // Paid by a concurrent request or cancelled meanwhile: answer what it is now.
+                own_order(store, &request, &caller.user_id).await?
+            }
+        }
+        _ => order,
+    };
+    match order.status {
+        OrderStatus::Paid => Ok(json(StatusCode::OK, &order)),
+        status => Err(ApiError::conflict(
+            "ORDER_NOT_PAYABLE",
+            format!("the order is {}", status.as_str()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::Message;
+    use crate::seckill::memory::{
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
+    };
+    use crate::seckill::{order_consumer, payment_timeout};
+    use crate::testing::{api_request, claims_of};
+    use serde_json::Value;
+    use std::collections::HashMap;
+
+    async fn seeded(orders: &[(&str, &str)]) -> MemoryOrders {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let messages = orders
+            .iter()
+            .map(|(order, user)| Message {
+                id: (*order).to_owned(),
+                body: placed(order, S1, user),
+            })
+            .collect();
+        let deps = order_consumer::OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+        };
+        assert!(
+            order_consumer::handle_batch(deps, messages)
+                .await
+                .is_empty()
+        );
+        store
+    }
+
+    fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
+        let response = result.unwrap_or_else(ApiError::into_response);
+        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
+        (response.status().as_u16(), body)
+    }
+
+    fn with_order(request: Request, order: &str) -> Request {
+        request.with_path_parameters(HashMap::from([("orderId".to_owned(), order.to_owned())]))
+    }
+
+    async fn get(store: &MemoryOrders, user: &str, order: &str) -> (u16, Value) {
+        let request = with_order(api_request("GET", "/orders/x", "", claims_of(user)), order);
+        answer(get_order(store, request).await)
+    }
+
+    async fn pay(store: &MemoryOrders, user: &str, order: &str, body: &str) -> (u16, Value) {
+        let request = with_order(
+            api_request("POST", "/orders/x/pay", body, claims_of(user)),
+            order,
+        );
+        answer(pay_order(store, request).await)
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_sees_an_order() {
+        let store = seeded(&[("o1", "alice")]).await;
+        let (status, order) = get(&store, "alice", "o1").await;
+        assert_eq!(status, 200);
+        assert_eq!(order["status"], "CONFIRMED");
+        assert_eq!(order["saleId"], S1);
+        assert!(order.get("userId").is_none());
+        for (user, id) in [("eve", "o1"), ("alice", "nope"), ("alice", "a#b")] {
+            let (status, body) = get(&store, user, id).await;
+            assert_eq!(status, 404, "{user} {id}");
+            assert_eq!(body["error"]["code"], "NOT_FOUND");
+        }
+    }
+
+    #[tokio::test]
+    async fn paying_is_owner_only_idempotent_and_refused_for_cancelled_orders() {
+        let store = seeded(&[("o1", "alice"), ("o2", "alice")]).await;
+        for body in [
+            "",
+            "{}",
+            r#"{"method": "cash"}"#,
+            r#"{"method": "COD", "x": 1}"#,
+        ] {
+            assert_eq!(pay(&store, "alice", "o1", body).await.0, 400, "{body}");
+        }
+        assert_eq!(
+            pay(&store, "eve", "o1", r#"{"method": "COD"}"#).await.0,
+            404
+        );
+        let (status, paid) = pay(&store, "alice", "o1", r#"{"method": "COD"}"#).await;
+        assert_eq!(status, 200);
+        assert_eq!(paid["status"], "PAID");
+        assert_eq!(paid["paymentMethod"], "COD");
+        let (status, again) = pay(&store, "alice", "o1", r#"{"method": "ONLINE"}"#).await;
+        assert_eq!((status, &again), (200, &paid));
+
+        let reservations = MemoryReservations::default();
+        let message = Message {
+            id: "m".to_owned(),
+            body: due("o2", S1),
+        };
+        assert!(
+            payment_timeout::handle_batch(&store, &reservations, vec![message])
+                .await
+                .is_empty()
+        );
+        let (status, body) = pay(&store, "alice", "o2", r#"{"method": "ONLINE"}"#).await;
+        assert_eq!(status, 409);
+        assert_eq!(body["error"]["code"], "ORDER_NOT_PAYABLE");
+    }
+
+    #[tokio::test]
+    async fn the_caller_pages_through_their_own_orders_newest_first() {
+        let store = seeded(&[
+            ("o1", "alice"),
+            ("o2", "alice"),
+            ("o3", "alice"),
+            ("o4", "bob"),
+        ])
+        .await;
+        let list = |query: HashMap<String, String>| {
+            let request = api_request("GET", "/orders", "", claims_of("alice"))
+                .with_query_string_parameters(query);
+            list_orders(&store, request)
+        };
+        let (status, first) = answer(list(HashMap::from([("limit".into(), "2".into())])).await);
+        assert_eq!(status, 200);
+        let ids: Vec<&str> = first["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["orderId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["o3", "o2"]);
+        let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+        let (_, second) = answer(
+            list(HashMap::from([
+                ("limit".into(), "2".into()),
+                ("cursor".into(), cursor),
+            ]))
+            .await,
+        );
+        assert_eq!(second["items"][0]["orderId"], "o1");
+        assert!(second["nextCursor"].is_null());
+        for (name, value) in [("limit", "0"), ("cursor", "garbage!")] {
+            let (status, _) = answer(list(HashMap::from([(name.into(), value.into())])).await);
+            assert_eq!(status, 400, "{name}={value}");
+        }
+    }
+}

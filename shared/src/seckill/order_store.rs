@@ -1,0 +1,387 @@
+//! Adapters of the order path: the orders and sales in the commerce table (key design in
+//! [`super::keys`]) and the payment-timeout queue.
+
+use super::keys::{
+    ORDER_SK, PAYMENT_DUE, PaymentDue, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk,
+};
+use super::orders::{
+    NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueSink,
+    PaymentMethod, PublishedSale,
+};
+use crate::config::{ConfigError, Env};
+use crate::dynamo::{TransactError, Transaction, get_n, get_s, key, n, s};
+use crate::events::Envelope;
+use crate::ids::UserId;
+use crate::once::{Rejected, Unit};
+use crate::queue::Queue;
+use crate::social::cursor::{Cursor, PageLimit};
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use std::collections::{BTreeMap, HashMap};
+
+/// The index of a user's orders, newest first.
+const USER_ORDERS_INDEX: &str = "gsi1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Label {
+    Unit(usize),
+    Aggregate,
+}
+
+fn rejected(err: TransactError<Label>) -> Rejected {
+    match err {
+        TransactError::ConditionFailed {
+            label: Label::Unit(index),
+        } => Rejected::AlreadyApplied(index),
+        TransactError::ConditionFailed {
+            label: Label::Aggregate,
+        } => Rejected::Aggregate,
+        other => Rejected::Failed(other.into()),
+    }
+}
+
+/// The orders and sales of the commerce table.
+#[derive(Clone, Debug)]
+pub struct DynamoOrderStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoOrderStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The store named by `COMMERCE_TABLE`.
+    pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
+        Ok(Self::new(client, env.required("COMMERCE_TABLE")?))
+    }
+
+    fn put_order(&self, order: &NewOrder, status: OrderStatus) -> TransactWriteItem {
+        let mut item = key(order_pk(&order.order_id), ORDER_SK);
+        item.extend([
+            ("orderId".to_owned(), s(&order.order_id)),
+            ("saleId".to_owned(), s(&order.sale_id)),
+            ("userId".to_owned(), s(order.user_id.as_str())),
+            ("priceCents".to_owned(), n(order.price_cents)),
+            ("status".to_owned(), s(status.as_str())),
+            ("createdAt".to_owned(), s(&order.created_at)),
+            (
+                "gsi1pk".to_owned(),
+                s(user_orders_pk(order.user_id.as_str())),
+            ),
+            (
+                "gsi1sk".to_owned(),
+                s(user_orders_sk(&order.created_at, &order.order_id)),
+            ),
+        ]);
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .expect("table and item are set");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    fn update(
+        &self,
+        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    ) -> TransactWriteItem {
+        let update = update
+            .table_name(&self.table)
+            .build()
+            .expect("table, key and expression are set");
+        TransactWriteItem::builder().update(update).build()
+    }
+}
+
+fn order_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Order> {
+    let status = get_s(item, "status")?;
+    let method = item
+        .get("paymentMethod")
+        .and_then(|v| v.as_s().ok())
+        .map(|raw| PaymentMethod::parse(raw).context("stored paymentMethod is unknown"))
+        .transpose()?;
+    Ok(Order {
+        order_id: get_s(item, "orderId")?.to_owned(),
+        sale_id: get_s(item, "saleId")?.to_owned(),
+        user_id: UserId::parse(get_s(item, "userId")?).context("stored userId is malformed")?,
+        price_cents: get_n(item, "priceCents")?,
+        status: OrderStatus::parse(status).context("stored status is unknown")?,
+        created_at: get_s(item, "createdAt")?.to_owned(),
+        payment_method: method,
+        paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
+    })
+}
+
+#[async_trait]
+impl OrderStore for DynamoOrderStore {
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn confirm_orders(
+        &self,
+        sale_id: &str,
+        units: &[Unit<NewOrder>],
+    ) -> Result<(), Rejected> {
+        let mut transaction = Transaction::new();
+        for (index, unit) in units.iter().enumerate() {
+            transaction = transaction.push(
+                Label::Unit(index),
+                self.put_order(&unit.payload, OrderStatus::Confirmed),
+            );
+        }
+        let update = Update::builder()
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .update_expression("SET stockRemaining = stockRemaining - :n")
+            .condition_expression("stockRemaining >= :n")
+            .expression_attribute_values(":n", n(units.len()));
+        transaction = transaction.push(Label::Aggregate, self.update(update));
+        transaction.commit(&self.client).await.map_err(rejected)
+    }
+
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
+        let mut transaction = Transaction::new();
+        for (index, unit) in units.iter().enumerate() {
+            transaction = transaction.push(
+                Label::Unit(index),
+                self.put_order(&unit.payload, OrderStatus::Rejected),
+            );
+        }
+        transaction.commit(&self.client).await.map_err(rejected)
+    }
+
+    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
+        let now = crate::clock::now_rfc3339();
+        let mut transaction = Transaction::new();
+        for (index, unit) in units.iter().enumerate() {
+            let update = Update::builder()
+                .set_key(Some(key(order_pk(&unit.marker), ORDER_SK)))
+                .update_expression("SET #status = :cancelled, cancelledAt = :now")
+                .condition_expression("#status = :confirmed")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
+                .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+                .expression_attribute_values(":now", s(&now));
+            transaction = transaction.push(Label::Unit(index), self.update(update));
+        }
+        let update = Update::builder()
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .update_expression("SET stockRemaining = stockRemaining + :n")
+            .condition_expression("attribute_exists(stockRemaining)")
+            .expression_attribute_values(":n", n(units.len()));
+        transaction = transaction.push(Label::Aggregate, self.update(update));
+        transaction.commit(&self.client).await.map_err(rejected)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .projection_expression("stockRemaining")
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the sale's stock")?;
+        Ok(match output.item() {
+            Some(item) => Some(get_n(item, "stockRemaining").map_err(anyhow::Error::from)?),
+            None => None,
+        })
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(order_pk(order_id), ORDER_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read an order")?;
+        Ok(output.item().map(order_from_item).transpose()?)
+    }
+
+    #[tracing::instrument(skip(self, cursor))]
+    async fn orders_of(
+        &self,
+        user: &UserId,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<OrderPage, OrderStoreError> {
+        let gsi1pk = user_orders_pk(user.as_str());
+        let start = match cursor {
+            None => None,
+            Some(cursor) => {
+                let attributes = cursor.attributes();
+                let fits = attributes.len() == 4
+                    && cursor.get("gsi1pk") == Some(gsi1pk.as_str())
+                    && cursor.get("sk") == Some(ORDER_SK)
+                    && cursor.get("pk").is_some_and(|pk| pk.starts_with("ORDER#"))
+                    && cursor.get("gsi1sk").is_some();
+                if !fits {
+                    return Err(OrderStoreError::ForeignCursor);
+                }
+                Some(
+                    attributes
+                        .iter()
+                        .map(|(name, value)| (name.clone(), s(value)))
+                        .collect::<HashMap<_, _>>(),
+                )
+            }
+        };
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(USER_ORDERS_INDEX)
+            .key_condition_expression("gsi1pk = :pk")
+            .expression_attribute_values(":pk", s(&gsi1pk))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.get()).unwrap_or(100))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .context("failed to query a user's orders")?;
+        let items = output
+            .items()
+            .iter()
+            .map(order_from_item)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let next = output.last_evaluated_key().map(|last| {
+            Cursor::new(
+                last.iter()
+                    .filter_map(|(name, value)| Some((name.clone(), value.as_s().ok()?.clone())))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        });
+        Ok(OrderPage { items, next })
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn mark_paid(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        method: PaymentMethod,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(order_pk(order_id), ORDER_SK)))
+            .update_expression("SET #status = :paid, paymentMethod = :method, paidAt = :at")
+            .condition_expression("#status = :confirmed AND userId = :user")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":method", s(method.as_str()))
+            .expression_attribute_values(":at", s(at))
+            .expression_attribute_values(":user", s(user.as_str()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(anyhow::Error::from(err)
+                .context("failed to mark an order paid")
+                .into()),
+        }
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {
+        let mut sales = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :sale AND #state = :published")
+                .projection_expression("pk, stockRemaining")
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":sale", s(SALE_SK))
+                .expression_attribute_values(":published", s("PUBLISHED"))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to scan for published sales")?;
+            for item in output.items() {
+                let pk = get_s(item, "pk").map_err(anyhow::Error::from)?;
+                let Some(sale_id) = pk.strip_prefix("SALE#") else {
+                    continue;
+                };
+                sales.push(PublishedSale {
+                    sale_id: sale_id.to_owned(),
+                    stock_remaining: get_n(item, "stockRemaining").ok(),
+                });
+            }
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        Ok(sales)
+    }
+}
+
+/// `PaymentDue` events on the payment-timeout queue, whose own `DelaySeconds` is the
+/// payment window.
+#[derive(Clone, Debug)]
+pub struct SqsPaymentDueSink {
+    queue: Queue,
+}
+
+impl SqsPaymentDueSink {
+    pub fn new(queue: Queue) -> Self {
+        Self { queue }
+    }
+
+    /// The queue named by `ORDER_TIMEOUT_QUEUE_URL`.
+    pub fn from_env(env: &Env, client: aws_sdk_sqs::Client) -> Result<Self, ConfigError> {
+        Ok(Self::new(Queue::new(
+            client,
+            env.required("ORDER_TIMEOUT_QUEUE_URL")?,
+        )))
+    }
+}
+
+#[async_trait]
+impl PaymentDueSink for SqsPaymentDueSink {
+    #[tracing::instrument(skip(self))]
+    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
+        let envelope = Envelope {
+            kind: PAYMENT_DUE.to_owned(),
+            version: 1,
+            id: uuid::Uuid::new_v4().to_string(),
+            occurred_at: crate::clock::now_rfc3339(),
+            payload: due,
+        };
+        self.queue
+            .send(&envelope, None)
+            .await
+            .context("failed to send PaymentDue")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,315 @@
+//! The order domain: an order's states, the events that drive it, and the ports of the order
+//! path (the commerce table, the Redis reservations, the payment-timeout queue).
+//!
+//! Lifecycle: the order route reserves a unit in Redis and answers `PENDING`; the order
+//! consumer materializes it as `CONFIRMED` (or `REJECTED` when DynamoDB's stock, the final
+//! guard, is exhausted); the buyer pays it (`PAID`) or the payment window ends it
+//! (`CANCELLED`, the unit goes back to both stores).
+
+use super::keys::{ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue};
+use super::sale::SaleId;
+use crate::events::{Envelope, EventError};
+use crate::ids::UserId;
+use crate::once::{Rejected, Unit};
+use crate::social::cursor::{Cursor, PageLimit};
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// A transaction holds the orders plus the one sale update.
+pub const MAX_ORDERS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
+
+/// The states an order has in the commerce table (`PENDING` exists only in Redis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    Confirmed,
+    Rejected,
+    Paid,
+    Cancelled,
+}
+
+impl OrderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Confirmed => "CONFIRMED",
+            Self::Rejected => "REJECTED",
+            Self::Paid => "PAID",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        [Self::Confirmed, Self::Rejected, Self::Paid, Self::Cancelled]
+            .into_iter()
+            .find(|status| status.as_str() == raw)
+    }
+}
+
+/// How a buyer pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentMethod {
+    Online,
+    Cod,
+}
+
+impl PaymentMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Online => "ONLINE",
+            Self::Cod => "COD",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        [Self::Online, Self::Cod]
+            .into_iter()
+            .find(|method| method.as_str() == raw)
+    }
+}
+
+/// An order as the commerce table holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Order {
+    pub order_id: String,
+    pub sale_id: String,
+    #[serde(skip)]
+    pub user_id: UserId,
+    pub price_cents: u64,
+    pub status: OrderStatus,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_method: Option<PaymentMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paid_at: Option<String>,
+}
+
+/// An order to materialize, from its `OrderPlaced` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewOrder {
+    pub order_id: String,
+    pub sale_id: String,
+    pub user_id: UserId,
+    pub price_cents: u64,
+    /// When the reservation was made: the same on every redelivery.
+    pub created_at: String,
+}
+
+/// Why an event's payload is not a valid order.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the order event has an invalid {0}")]
+pub struct InvalidOrder(&'static str);
+
+/// Order and sale ids end up inside keys (`ORDER#<id>`, `<createdAt>#<id>`): the key
+/// separators are refused, like in [`UserId`].
+pub fn valid_id(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.len() <= 128
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+impl TryFrom<OrderPlaced> for NewOrder {
+    type Error = InvalidOrder;
+
+    fn try_from(event: OrderPlaced) -> Result<Self, InvalidOrder> {
+        if !valid_id(&event.order_id) {
+            return Err(InvalidOrder("orderId"));
+        }
+        let sale_id = SaleId::parse(&event.sale_id).map_err(|_| InvalidOrder("saleId"))?;
+        let user_id = UserId::parse(&event.user_id).map_err(|_| InvalidOrder("userId"))?;
+        let at =
+            OffsetDateTime::from_unix_timestamp_nanos(i128::from(event.reserved_at_ms) * 1_000_000)
+                .map_err(|_| InvalidOrder("reservedAtMs"))?;
+        Ok(Self {
+            order_id: event.order_id,
+            sale_id: sale_id.as_str().to_owned(),
+            user_id,
+            price_cents: event.price_cents,
+            created_at: crate::clock::format(at),
+        })
+    }
+}
+
+/// Why a message is not an order event we can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderEventError {
+    #[error(transparent)]
+    Event(#[from] EventError),
+    #[error(transparent)]
+    Invalid(#[from] InvalidOrder),
+}
+
+/// Parses the envelope of the event `kind` version 1.
+fn parse_v1<P: DeserializeOwned>(body: &str, kind: &str) -> Result<Envelope<P>, EventError> {
+    let envelope: Envelope<Value> =
+        serde_json::from_str(body).map_err(EventError::NotAnEnvelope)?;
+    if envelope.kind != kind || envelope.version != 1 {
+        return Err(EventError::Unknown {
+            kind: envelope.kind,
+            version: envelope.version,
+        });
+    }
+    let payload =
+        serde_json::from_value(envelope.payload).map_err(|source| EventError::BadPayload {
+            kind: envelope.kind.clone(),
+            source,
+        })?;
+    Ok(Envelope {
+        kind: envelope.kind,
+        version: envelope.version,
+        id: envelope.id,
+        occurred_at: envelope.occurred_at,
+        payload,
+    })
+}
+
+/// An `OrderPlaced` v1 message as the order to materialize.
+pub fn parse_order_placed(body: &str) -> Result<NewOrder, OrderEventError> {
+    let envelope: Envelope<OrderPlaced> = parse_v1(body, ORDER_PLACED)?;
+    Ok(NewOrder::try_from(envelope.payload)?)
+}
+
+/// A `PaymentDue` v1 message.
+pub fn parse_payment_due(body: &str) -> Result<PaymentDue, OrderEventError> {
+    let envelope: Envelope<PaymentDue> = parse_v1(body, PAYMENT_DUE)?;
+    if !valid_id(&envelope.payload.order_id) {
+        return Err(InvalidOrder("orderId").into());
+    }
+    if SaleId::parse(&envelope.payload.sale_id).is_err() {
+        return Err(InvalidOrder("saleId").into());
+    }
+    Ok(envelope.payload)
+}
+
+/// Why the order store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderStoreError {
+    /// The cursor is not one of this user's order pages.
+    #[error("the cursor does not belong to this list")]
+    ForeignCursor,
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// A page of a user's orders, newest first.
+#[derive(Debug)]
+pub struct OrderPage {
+    pub items: Vec<Order>,
+    pub next: Option<Cursor>,
+}
+
+/// A published sale and DynamoDB's stock of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishedSale {
+    pub sale_id: String,
+    pub stock_remaining: Option<i64>,
+}
+
+/// The orders and sales of the commerce table.
+#[async_trait]
+pub trait OrderStore: Send + Sync {
+    /// In one transaction: each unit's order put as CONFIRMED (absent before, else
+    /// [`Rejected::AlreadyApplied`]) and the sale's `stockRemaining -= units.len()`, which
+    /// must stay at least 0 (else [`Rejected::Aggregate`]).
+    async fn confirm_orders(&self, sale_id: &str, units: &[Unit<NewOrder>])
+    -> Result<(), Rejected>;
+    /// In one transaction: each unit's order put as REJECTED (absent before); no stock change.
+    async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected>;
+    /// In one transaction: each unit's order (marker = order id, payload = its holder)
+    /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]) and the sale's
+    /// `stockRemaining += units.len()`.
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected>;
+    /// The sale's `stockRemaining`, strongly consistent; `None` for an unknown sale.
+    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError>;
+    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError>;
+    async fn orders_of(
+        &self,
+        user: &UserId,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<OrderPage, OrderStoreError>;
+    /// CONFIRMED → PAID if the order is `user`'s; `false` when that condition failed.
+    async fn mark_paid(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        method: PaymentMethod,
+        at: &str,
+    ) -> Result<bool, OrderStoreError>;
+    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError>;
+}
+
+/// A reservation the admission script recorded in the sale's `pending` hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingReservation {
+    pub order_id: String,
+    pub user_id: String,
+    pub reserved_at_ms: i64,
+}
+
+/// The Redis side of the reservations.
+#[async_trait]
+pub trait Reservations: Send + Sync {
+    /// The orders are materialized: remove them from the `pending` worklist (idempotent).
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()>;
+    /// Gives the unit back at most once per order (the `released` set): without a `holder`
+    /// only a reservation still pending; with the user who holds it, also an order confirmed
+    /// since. `true` when this call gave it back.
+    async fn release(
+        &self,
+        sale_id: &str,
+        order_id: &str,
+        holder: Option<&str>,
+    ) -> anyhow::Result<bool>;
+    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>>;
+    /// The units left to reserve; `None` when the sale is not (or no longer) in Redis.
+    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>>;
+}
+
+/// Where `PaymentDue` events go (a delay queue: they arrive when the payment window ends).
+#[async_trait]
+pub trait PaymentDueSink: Send + Sync {
+    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seckill::memory::{S1, placed};
+
+    #[test]
+    fn an_order_placed_event_becomes_a_new_order_with_a_stable_creation_time() {
+        let order = parse_order_placed(&placed("o1", S1, "alice")).unwrap();
+        assert_eq!(order.order_id, "o1");
+        assert_eq!(order.user_id.as_str(), "alice");
+        assert_eq!(order.created_at, "2026-11-30T17:33:20.000000Z");
+    }
+
+    #[test]
+    fn bad_ids_other_events_and_garbage_are_refused() {
+        assert!(parse_order_placed(&placed("o#1", S1, "alice")).is_err());
+        assert!(parse_order_placed(&placed("o1", S1, "a b")).is_err());
+        assert!(parse_order_placed(&placed("o1", "s1", "alice")).is_err());
+        assert!(parse_order_placed("nope").is_err());
+        let due = crate::seckill::memory::due("o1", S1);
+        let due = due.as_str();
+        assert!(parse_order_placed(due).is_err());
+        assert_eq!(parse_payment_due(due).unwrap().order_id, "o1");
+    }
+
+    #[test]
+    fn statuses_and_methods_round_trip() {
+        for status in ["CONFIRMED", "REJECTED", "PAID", "CANCELLED"] {
+            assert_eq!(OrderStatus::parse(status).unwrap().as_str(), status);
+        }
+        assert_eq!(OrderStatus::parse("PENDING"), None);
+        assert_eq!(PaymentMethod::parse("COD"), Some(PaymentMethod::Cod));
+        assert_eq!(PaymentMethod::parse("cash"), None);
+    }
+}

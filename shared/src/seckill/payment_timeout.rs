@@ -1,0 +1,225 @@
+//! The payment-timeout consumer: when an order's payment window ends (its `PaymentDue`
+//! arrives through the delay queue) and it is still CONFIRMED, it is cancelled and its unit
+//! goes back to both stores, exactly once.
+//!
+//! DynamoDB: per sale and batch, one transaction moves the orders CONFIRMED → CANCELLED
+//! (conditionally, so a paid or already cancelled order drops out) and adds their units to
+//! `stockRemaining` once. Redis: the release script, once per order thanks to the sale's
+//! `released` set. A message that finds its order already CANCELLED repeats the release, a
+//! no-op unless the first attempt crashed between the two stores.
+
+use super::orders::{
+    MAX_ORDERS_PER_COMMIT, OrderStatus, OrderStore, Reservations, parse_payment_due,
+};
+use crate::consumer::{Message, parse_each};
+use crate::once::{Commit, Rejected, Unit, apply_once, merge};
+use async_trait::async_trait;
+
+struct CancelCommit<'a> {
+    store: &'a dyn OrderStore,
+    sale_id: &'a str,
+}
+
+#[async_trait]
+impl Commit<String> for CancelCommit<'_> {
+    async fn commit(&self, units: &[Unit<String>]) -> Result<(), Rejected> {
+        self.store.cancel_orders(self.sale_id, units).await
+    }
+}
+
+/// One sale's orders in a batch (marker = order id, payload = its holder): those to cancel,
+/// and those to release.
+struct SaleWork {
+    sale_id: String,
+    to_cancel: Vec<Unit<String>>,
+    to_release: Vec<Unit<String>>,
+}
+
+/// Handles one SQS batch; returns the ids of the messages to retry.
+#[tracing::instrument(skip_all, fields(messages = messages.len()))]
+pub async fn handle_batch(
+    store: &dyn OrderStore,
+    reservations: &dyn Reservations,
+    messages: Vec<Message>,
+) -> Vec<String> {
+    let parsed = parse_each(messages, parse_payment_due);
+    let mut failed = parsed.refused;
+    let units = merge(
+        parsed
+            .events
+            .into_iter()
+            .map(|(message, due)| Unit::new(due.order_id, message, String::new()))
+            .collect(),
+    );
+    let mut sales: Vec<SaleWork> = Vec::new();
+    for mut unit in units {
+        let order = match store.order(&unit.marker).await {
+            Ok(Some(order)) => order,
+            Ok(None) => {
+                tracing::error!(order_id = %unit.marker, "a payment is due for an unknown order; dropping it");
+                continue;
+            }
+            Err(err) => {
+                tracing::error!(order_id = %unit.marker, error = ?anyhow::Error::from(err), "failed to read an order");
+                failed.extend(unit.messages);
+                continue;
+            }
+        };
+        let index = match sales.iter().position(|work| work.sale_id == order.sale_id) {
+            Some(index) => index,
+            None => {
+                sales.push(SaleWork {
+                    sale_id: order.sale_id.clone(),
+                    to_cancel: Vec::new(),
+                    to_release: Vec::new(),
+                });
+                sales.len() - 1
+            }
+        };
+        unit.payload = order.user_id.to_string();
+        match order.status {
+            OrderStatus::Confirmed => sales[index].to_cancel.push(unit),
+            OrderStatus::Cancelled => sales[index].to_release.push(unit),
+            OrderStatus::Paid | OrderStatus::Rejected => {}
+        }
+    }
+    for SaleWork {
+        sale_id,
+        to_cancel,
+        mut to_release,
+    } in sales
+    {
+        if !to_cancel.is_empty() {
+            let outcome = apply_once(
+                to_cancel,
+                MAX_ORDERS_PER_COMMIT,
+                &CancelCommit {
+                    store,
+                    sale_id: &sale_id,
+                },
+            )
+            .await;
+            failed.extend(outcome.failed_messages());
+            to_release.extend(outcome.applied);
+            // Paid or cancelled since we read them: the payer keeps the unit, and whoever
+            // cancelled releases it.
+            if !outcome.already_applied.is_empty() {
+                tracing::info!(
+                    orders = outcome.already_applied.len(),
+                    "orders paid or cancelled before their payment window ended"
+                );
+            }
+        }
+        for unit in to_release {
+            match reservations
+                .release(&sale_id, &unit.marker, Some(&unit.payload))
+                .await
+            {
+                Ok(true) => {
+                    tracing::info!(order_id = %unit.marker, "unpaid order cancelled; unit released")
+                }
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::error!(order_id = %unit.marker, error = ?err, "failed to release a cancelled order's reservation");
+                    failed.extend(unit.messages);
+                }
+            }
+        }
+    }
+    failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::UserId;
+    use crate::seckill::memory::{
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
+    };
+    use crate::seckill::order_consumer::{self, OrderDeps};
+    use crate::seckill::orders::PaymentMethod;
+
+    fn batch(bodies: &[String]) -> Vec<Message> {
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| Message {
+                id: format!("m{i}"),
+                body: body.clone(),
+            })
+            .collect()
+    }
+
+    async fn confirmed(orders: &[(&str, &str)]) -> (MemoryOrders, MemoryReservations) {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let bodies: Vec<String> = orders
+            .iter()
+            .map(|(order, user)| {
+                reservations.reserve(S1, order, user);
+                placed(order, S1, user)
+            })
+            .collect();
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+        };
+        assert!(
+            order_consumer::handle_batch(deps, batch(&bodies))
+                .await
+                .is_empty()
+        );
+        (store, reservations)
+    }
+
+    #[tokio::test]
+    async fn an_unpaid_order_is_cancelled_once_and_its_unit_returns_to_both_stores_once() {
+        let (store, reservations) = confirmed(&[("o1", "a"), ("o2", "b")]).await;
+        assert_eq!(store.stock(S1), 8);
+        let writes = store.sale_writes();
+        let bodies = [due("o1", S1), due("o2", S1), due("o1", S1)];
+        assert!(
+            handle_batch(&store, &reservations, batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.stock(S1), 10);
+        assert_eq!(store.sale_writes(), writes + 1);
+        assert_eq!(reservations.released_of(S1), ["o1", "o2"]);
+        assert_eq!(reservations.stock_of(S1), 0);
+
+        assert!(
+            handle_batch(&store, &reservations, batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.stock(S1), 10);
+        assert_eq!(reservations.stock_of(S1), 0);
+        assert_eq!(store.sale_writes(), writes + 1);
+    }
+
+    #[tokio::test]
+    async fn a_paid_order_and_an_unknown_one_are_left_alone() {
+        let (store, reservations) = confirmed(&[("o1", "a")]).await;
+        let alice = UserId::parse("a").unwrap();
+        assert!(
+            store
+                .mark_paid("o1", &alice, PaymentMethod::Cod, "t")
+                .await
+                .unwrap()
+        );
+        let bodies = [due("o1", S1), due("nope", S1)];
+        assert!(
+            handle_batch(&store, &reservations, batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Paid));
+        assert_eq!(store.stock(S1), 9);
+        assert!(reservations.released_of(S1).is_empty());
+    }
+}

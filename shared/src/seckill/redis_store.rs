@@ -1,0 +1,209 @@
+//! Redis adapter of [`Admission`] and [`SaleCache`]: the preheated sale, the detail read in
+//! one round trip, and the two Lua scripts (`reserve.lua`, `release.lua`, contracts at their
+//! tops) called by hash with `EVALSHA`.
+//!
+//! The key design is in [`super::keys`].
+
+use super::admission::{Admission, AdmissionError, Reservation, Verdict};
+use super::keys::SaleKeys;
+use super::sale::{Sale, SaleCache, SaleDetail, SaleId, StoreError, epoch_ms};
+use crate::ids::UserId;
+use crate::script::LuaScript;
+use anyhow::Context;
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+use std::collections::HashMap;
+
+const RESERVE: &str = include_str!("reserve.lua");
+const RELEASE: &str = include_str!("release.lua");
+
+/// The sales in Redis; cheap to clone.
+#[derive(Clone)]
+pub struct RedisSales {
+    connection: ConnectionManager,
+    reserve: LuaScript,
+    release: LuaScript,
+}
+
+impl RedisSales {
+    /// The adapter over `connection`; call [`Self::load_scripts`] at cold start where the
+    /// scripts are used.
+    pub fn new(connection: ConnectionManager) -> Self {
+        Self {
+            connection,
+            reserve: LuaScript::new("reserve", RESERVE),
+            release: LuaScript::new("release", RELEASE),
+        }
+    }
+
+    /// `SCRIPT LOAD`s both scripts, so that the first `EVALSHA` finds them.
+    pub async fn load_scripts(&self) -> redis::RedisResult<()> {
+        let mut connection = self.connection.clone();
+        self.reserve.load(&mut connection).await?;
+        self.release.load(&mut connection).await
+    }
+}
+
+fn field<T: std::str::FromStr>(info: &HashMap<String, String>, name: &str) -> anyhow::Result<T> {
+    info.get(name)
+        .and_then(|raw| raw.parse().ok())
+        .with_context(|| format!("sale info field {name} is missing or malformed"))
+}
+
+fn detail_from(
+    id: &SaleId,
+    info: &HashMap<String, String>,
+    stock: Option<i64>,
+) -> anyhow::Result<SaleDetail> {
+    Ok(SaleDetail {
+        id: id.clone(),
+        product_id: field(info, "productId")?,
+        title: field(info, "title")?,
+        price_cents: field(info, "priceCents")?,
+        per_user_limit: field(info, "perUserLimit")?,
+        starts_at_ms: field(info, "startsAtMs")?,
+        ends_at_ms: field(info, "endsAtMs")?,
+        stock: field(info, "stock")?,
+        // No stock key beside the details: nothing can be reserved.
+        stock_remaining: stock.unwrap_or(0),
+    })
+}
+
+#[async_trait]
+impl SaleCache for RedisSales {
+    #[tracing::instrument(skip_all, fields(sale = %sale.id))]
+    async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
+        let keys = SaleKeys::new(sale.id.as_str());
+        let info: [(&str, String); 7] = [
+            ("title", sale.title.clone()),
+            ("priceCents", sale.price_cents.to_string()),
+            ("perUserLimit", sale.per_user_limit.to_string()),
+            ("startsAtMs", epoch_ms(sale.starts_at).to_string()),
+            ("endsAtMs", epoch_ms(sale.ends_at).to_string()),
+            ("stock", sale.initial_stock.to_string()),
+            ("productId", sale.product_id.clone()),
+        ];
+        // MULTI/EXEC: the script never sees details without a stock. SET NX: re-publishing
+        // never resets the live stock.
+        let mut connection = self.connection.clone();
+        redis::pipe()
+            .atomic()
+            .hset_multiple(&keys.info, &info)
+            .ignore()
+            .set_nx(&keys.stock, sale.stock_remaining)
+            .ignore()
+            .query_async::<()>(&mut connection)
+            .await
+            .context("failed to preheat the sale")?;
+        Ok(())
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError> {
+        let keys = SaleKeys::new(id.as_str());
+        let mut connection = self.connection.clone();
+        let (info, stock): (HashMap<String, String>, Option<i64>) = redis::pipe()
+            .hgetall(&keys.info)
+            .get(&keys.stock)
+            .query_async(&mut connection)
+            .await
+            .context("failed to read the sale")?;
+        if info.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(detail_from(id, &info, stock)?))
+    }
+}
+
+fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
+    let status = reply.first().map(String::as_str).unwrap_or_default();
+    Ok(match status {
+        "OK" => Verdict::Reserved {
+            price_cents: reply
+                .get(1)
+                .and_then(|price| price.parse().ok())
+                .context("the reserve script answered OK without a price")?,
+        },
+        "UNKNOWN_SALE" => Verdict::UnknownSale,
+        "NOT_STARTED" => Verdict::NotStarted,
+        "ENDED" => Verdict::Ended,
+        "RATE_LIMITED" => Verdict::RateLimited,
+        "LIMIT_REACHED" => Verdict::LimitReached,
+        "SOLD_OUT" => Verdict::SoldOut,
+        other => anyhow::bail!("the reserve script answered {other:?}"),
+    })
+}
+
+#[async_trait]
+impl Admission for RedisSales {
+    #[tracing::instrument(skip_all, fields(sale = %r.sale_id, order = %r.order_id))]
+    async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
+        let keys = SaleKeys::new(r.sale_id.as_str());
+        let rate = format!("{}{}", keys.rate_prefix, r.user_id);
+        let mut connection = self.connection.clone();
+        let reply: Vec<String> = self
+            .reserve
+            .prepare()
+            .key(&keys.info)
+            .key(&keys.stock)
+            .key(&keys.bought)
+            .key(&keys.pending)
+            .key(&rate)
+            .arg(r.user_id.as_str())
+            .arg(&r.order_id)
+            .arg(r.now_ms)
+            .arg(r.rate_limit_per_second)
+            .invoke_async(&mut connection)
+            .await
+            .context("the reserve script failed")?;
+        Ok(verdict(&reply)?)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn release(
+        &self,
+        sale_id: &SaleId,
+        order_id: &str,
+        holder: Option<&UserId>,
+    ) -> Result<bool, AdmissionError> {
+        let keys = SaleKeys::new(sale_id.as_str());
+        let mut connection = self.connection.clone();
+        let released: i64 = self
+            .release
+            .prepare()
+            .key(&keys.stock)
+            .key(&keys.bought)
+            .key(&keys.pending)
+            .key(&keys.released)
+            .arg(order_id)
+            .arg(holder.map(UserId::as_str).unwrap_or(""))
+            .invoke_async(&mut connection)
+            .await
+            .context("the release script failed")?;
+        Ok(released == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_statuses_map_to_verdicts() {
+        let reply = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            verdict(&reply(&["OK", "500"])).unwrap(),
+            Verdict::Reserved { price_cents: 500 }
+        );
+        assert_eq!(
+            verdict(&reply(&["SOLD_OUT", "500"])).unwrap(),
+            Verdict::SoldOut
+        );
+        assert_eq!(
+            verdict(&reply(&["UNKNOWN_SALE", ""])).unwrap(),
+            Verdict::UnknownSale
+        );
+        assert!(verdict(&reply(&["OK", ""])).is_err());
+        assert!(verdict(&reply(&["MAYBE"])).is_err());
+    }
+}

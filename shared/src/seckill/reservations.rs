@@ -1,0 +1,131 @@
+//! Redis adapter of [`Reservations`]: the order path's side of a sale's keys (key design in
+//! [`super::keys`]). Releasing goes through the admission's `release.lua` (via
+//! [`RedisSales`]), so that a unit is given back once, whoever releases it.
+
+use super::admission::Admission;
+use super::keys::SaleKeys;
+use super::orders::{PendingReservation, Reservations};
+use super::redis_store::RedisSales;
+use super::sale::SaleId;
+use crate::cloud::RedisConnectError;
+use crate::config::{ConfigError, Env};
+use crate::ids::UserId;
+use anyhow::Context;
+use async_trait::async_trait;
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use std::collections::HashMap;
+
+/// Why the reservations could not be set up at cold start.
+#[derive(Debug, thiserror::Error)]
+pub enum ReservationsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Connect(#[from] RedisConnectError),
+    #[error("failed to load the Lua scripts")]
+    Scripts(#[source] redis::RedisError),
+}
+
+/// The reservations in Redis; cheap to clone.
+#[derive(Clone)]
+pub struct RedisReservations {
+    connection: ConnectionManager,
+    sales: RedisSales,
+}
+
+fn sale_id(raw: &str) -> anyhow::Result<SaleId> {
+    SaleId::parse(raw).with_context(|| format!("{raw:?} is not a sale id"))
+}
+
+impl RedisReservations {
+    pub fn new(connection: ConnectionManager) -> Self {
+        Self {
+            sales: RedisSales::new(connection.clone()),
+            connection,
+        }
+    }
+
+    /// Connects to `REDIS_URL` and loads the scripts: a cold start's work.
+    pub async fn from_env(env: &Env) -> Result<Self, ReservationsError> {
+        let connection = crate::cloud::redis(&env.redis_url("REDIS_URL")?).await?;
+        let reservations = Self::new(connection);
+        reservations
+            .sales
+            .load_scripts()
+            .await
+            .map_err(ReservationsError::Scripts)?;
+        Ok(reservations)
+    }
+}
+
+#[async_trait]
+impl Reservations for RedisReservations {
+    #[tracing::instrument(skip(self, order_ids), fields(orders = order_ids.len()))]
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()> {
+        if order_ids.is_empty() {
+            return Ok(());
+        }
+        let keys = SaleKeys::new(sale_id);
+        let mut connection = self.connection.clone();
+        let _: i64 = connection
+            .hdel(&keys.pending, order_ids)
+            .await
+            .context("failed to remove confirmed reservations from pending")?;
+        Ok(())
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn release(
+        &self,
+        sale_id: &str,
+        order_id: &str,
+        holder: Option<&str>,
+    ) -> anyhow::Result<bool> {
+        let holder = holder
+            .map(UserId::parse)
+            .transpose()
+            .context("the holder is not a user id")?;
+        Ok(self
+            .sales
+            .release(&self::sale_id(sale_id)?, order_id, holder.as_ref())
+            .await?)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>> {
+        let keys = SaleKeys::new(sale_id);
+        let mut connection = self.connection.clone();
+        let entries: HashMap<String, String> = connection
+            .hgetall(&keys.pending)
+            .await
+            .context("failed to read pending reservations")?;
+        let mut pending = Vec::with_capacity(entries.len());
+        for (order_id, entry) in entries {
+            // `userId:reservedAtMs`; user ids never hold ':'.
+            let parsed = entry
+                .rsplit_once(':')
+                .and_then(|(user, at)| Some((user.to_owned(), at.parse().ok()?)));
+            match parsed {
+                Some((user_id, reserved_at_ms)) => pending.push(PendingReservation {
+                    order_id,
+                    user_id,
+                    reserved_at_ms,
+                }),
+                None => tracing::error!(sale_id, order_id, "malformed pending entry"),
+            }
+        }
+        pending.sort_by_key(|p| p.reserved_at_ms);
+        Ok(pending)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
+        let keys = SaleKeys::new(sale_id);
+        let mut connection = self.connection.clone();
+        connection
+            .get(&keys.stock)
+            .await
+            .context("failed to read the Redis stock")
+    }
+}

@@ -1,0 +1,417 @@
+//! The order path's adapters against moto and redis-server: orders materialized once with one
+//! stock write per batch, DynamoDB's stock as the final guard, payment timeouts that give a
+//! unit back to both stores once, and the reconciliation of orphaned reservations.
+
+use crate::support::{clients, create_social_table, redis, unique};
+use app::cloud::Clients;
+use app::consumer::Message;
+use app::dynamo::{get_n, get_s, key, n, s};
+use app::ids::UserId;
+use app::queue::Queue;
+use app::seckill::keys::{ORDER_SK, SALE_SK, SaleKeys, order_pk, sale_pk};
+use app::seckill::order_consumer::{self, OrderDeps};
+use app::seckill::order_store::{DynamoOrderStore, SqsPaymentDueSink};
+use app::seckill::orders::{OrderStore, PaymentMethod};
+use app::seckill::reservations::RedisReservations;
+use app::seckill::sale::SaleId;
+use app::seckill::{payment_timeout, reconcile};
+use app::social::cursor::PageLimit;
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use std::time::Duration;
+
+/// A sale in both stores, with the order path's adapters over a fresh table and queue.
+struct World {
+    clients: Clients,
+    table: String,
+    sale: String,
+    redis: ConnectionManager,
+    store: DynamoOrderStore,
+    reservations: RedisReservations,
+    payments: SqsPaymentDueSink,
+    timeouts: Queue,
+}
+
+impl World {
+    /// `dynamo_stock` in DynamoDB, `redis_stock` in Redis: they differ when Redis lost data.
+    async fn new(dynamo_stock: i64, redis_stock: i64) -> Self {
+        let clients = clients().await;
+        // The commerce table has the same key layout (its gsi1 is the orders index).
+        let table = create_social_table(&clients).await;
+        let sale = SaleId::generate().as_str().to_owned();
+        let mut item = key(sale_pk(&sale), SALE_SK);
+        item.insert("state".to_owned(), s("PUBLISHED"));
+        item.insert("stockRemaining".to_owned(), n(dynamo_stock));
+        clients
+            .dynamodb
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+        let mut redis = redis().await;
+        let _: () = redis
+            .set(SaleKeys::new(&sale).stock, redis_stock)
+            .await
+            .unwrap();
+        let url = clients
+            .sqs
+            .create_queue()
+            .queue_name(unique("test-timeouts"))
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        let reservations = RedisReservations::new(redis.clone());
+        Self {
+            store: DynamoOrderStore::new(clients.dynamodb.clone(), &table),
+            payments: SqsPaymentDueSink::new(Queue::new(clients.sqs.clone(), &url)),
+            timeouts: Queue::new(clients.sqs.clone(), &url),
+            reservations,
+            clients,
+            table,
+            sale,
+            redis,
+        }
+    }
+
+    fn deps(&self) -> OrderDeps<'_> {
+        OrderDeps {
+            store: &self.store,
+            reservations: &self.reservations,
+            payments: &self.payments,
+        }
+    }
+
+    /// What the admission script does for one order.
+    async fn reserve(&self, order: &str, user: &str, at_ms: i64) {
+        let keys = SaleKeys::new(&self.sale);
+        let mut redis = self.redis.clone();
+        let _: () = redis::pipe()
+            .atomic()
+            .decr(&keys.stock, 1)
+            .ignore()
+            .hincr(&keys.bought, user, 1)
+            .ignore()
+            .hset(&keys.pending, order, format!("{user}:{at_ms}"))
+            .ignore()
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+    }
+
+    fn placed(&self, order: &str, user: &str) -> String {
+        serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
+            "occurredAt": "2026-11-30T18:00:00Z",
+            "payload": {"orderId": order, "saleId": self.sale, "userId": user,
+                        "priceCents": 990, "reservedAtMs": 1_796_060_000_000_i64}})
+        .to_string()
+    }
+
+    async fn dynamo_stock(&self) -> i64 {
+        self.store
+            .stock_remaining(&self.sale)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    async fn redis_stock(&self) -> i64 {
+        let mut redis = self.redis.clone();
+        redis.get(SaleKeys::new(&self.sale).stock).await.unwrap()
+    }
+
+    async fn released(&self) -> Vec<String> {
+        let mut redis = self.redis.clone();
+        let mut released: Vec<String> = redis
+            .smembers(SaleKeys::new(&self.sale).released)
+            .await
+            .unwrap();
+        released.sort();
+        released
+    }
+
+    async fn pending(&self) -> usize {
+        let mut redis = self.redis.clone();
+        redis.hlen(SaleKeys::new(&self.sale).pending).await.unwrap()
+    }
+
+    async fn status(&self, order: &str) -> String {
+        let output = self
+            .clients
+            .dynamodb
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(order_pk(order), ORDER_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap();
+        get_s(output.item().unwrap(), "status").unwrap().to_owned()
+    }
+
+    /// Receives and deletes the `PaymentDue` messages on the timeout queue.
+    async fn take_payment_due(&self) -> Vec<Message> {
+        let mut messages = Vec::new();
+        loop {
+            let batch = self
+                .timeouts
+                .receive(10, Duration::from_secs(1))
+                .await
+                .unwrap();
+            if batch.is_empty() {
+                return messages;
+            }
+            for received in batch {
+                self.timeouts
+                    .delete(&received.receipt_handle)
+                    .await
+                    .unwrap();
+                messages.push(Message {
+                    id: received.message_id,
+                    body: received.body,
+                });
+            }
+        }
+    }
+}
+
+fn batch(bodies: &[String]) -> Vec<Message> {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| Message {
+            id: format!("m{i}"),
+            body: body.clone(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batch_applied_twice_yields_one_order_and_one_decrement() {
+    let world = World::new(10, 10).await;
+    world.reserve("o1", "alice", 0).await;
+    world.reserve("o2", "bob", 0).await;
+    let bodies = [
+        world.placed("o1", "alice"),
+        world.placed("o2", "bob"),
+        world.placed("o1", "alice"),
+    ];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.dynamo_stock().await, 8);
+    assert_eq!(world.status("o1").await, "CONFIRMED");
+    assert_eq!(world.pending().await, 0);
+    assert_eq!(world.redis_stock().await, 8);
+    let due = world.take_payment_due().await;
+    let mut due_orders: Vec<String> = due
+        .iter()
+        .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
+        .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
+        .collect();
+    due_orders.sort();
+    due_orders.dedup();
+    assert_eq!(due_orders, ["o1", "o2"]);
+
+    let alice = UserId::parse("alice").unwrap();
+    let page = world
+        .store
+        .orders_of(&alice, PageLimit::default(), None)
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].order_id, "o1");
+}
+
+#[tokio::test]
+async fn dynamodb_stock_is_the_final_guard_and_the_excess_is_rejected_and_released() {
+    // Redis lost data and admitted three where DynamoDB holds two.
+    let world = World::new(2, 3).await;
+    for (order, user) in [("o1", "a"), ("o2", "b"), ("o3", "c")] {
+        world.reserve(order, user, 0).await;
+    }
+    let bodies = [
+        world.placed("o1", "a"),
+        world.placed("o2", "b"),
+        world.placed("o3", "c"),
+    ];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.status("o1").await, "CONFIRMED");
+    assert_eq!(world.status("o2").await, "CONFIRMED");
+    assert_eq!(world.status("o3").await, "REJECTED");
+    assert_eq!(world.dynamo_stock().await, 0);
+    assert_eq!(world.released().await, ["o3"]);
+    assert_eq!(world.redis_stock().await, 1);
+    assert_eq!(world.pending().await, 0);
+
+    // Redelivery changes nothing.
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.dynamo_stock().await, 0);
+    assert_eq!(world.redis_stock().await, 1);
+}
+
+#[tokio::test]
+async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once() {
+    let world = World::new(5, 5).await;
+    world.reserve("o1", "alice", 0).await;
+    world.reserve("o2", "bob", 0).await;
+    let bodies = [world.placed("o1", "alice"), world.placed("o2", "bob")];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    let bob = UserId::parse("bob").unwrap();
+    assert!(
+        world
+            .store
+            .mark_paid(
+                "o2",
+                &bob,
+                PaymentMethod::Online,
+                "2026-11-30T18:00:00.000000Z"
+            )
+            .await
+            .unwrap()
+    );
+    // A repeat is refused by the condition: it is PAID now.
+    assert!(
+        !world
+            .store
+            .mark_paid(
+                "o2",
+                &bob,
+                PaymentMethod::Online,
+                "2026-11-30T18:00:00.000000Z"
+            )
+            .await
+            .unwrap()
+    );
+    let due = world.take_payment_due().await;
+    assert_eq!(due.len(), 2);
+    for _ in 0..2 {
+        assert!(
+            payment_timeout::handle_batch(&world.store, &world.reservations, due.clone())
+                .await
+                .is_empty()
+        );
+    }
+    assert_eq!(world.status("o1").await, "CANCELLED");
+    assert_eq!(world.status("o2").await, "PAID");
+    assert_eq!(world.dynamo_stock().await, 4);
+    assert_eq!(world.redis_stock().await, 4);
+    assert_eq!(world.released().await, ["o1"]);
+    let mut redis = world.redis.clone();
+    let alice_holds: Option<i64> = redis
+        .hget(SaleKeys::new(&world.sale).bought, "alice")
+        .await
+        .unwrap();
+    assert_eq!(alice_holds.unwrap_or(0), 0);
+}
+
+#[tokio::test]
+async fn reconciliation_releases_an_orphaned_reservation_once() {
+    let world = World::new(5, 5).await;
+    world.reserve("orphan", "alice", 1_000).await;
+    world.reserve("young", "bob", 100_000).await;
+    let summary = reconcile::reconcile(
+        &world.store,
+        &world.reservations,
+        Duration::from_secs(60),
+        110_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.released, 1);
+    let report = &summary.sales[0];
+    assert_eq!(report.sale_id, world.sale);
+    assert_eq!(report.redis_stock, Some(3));
+    assert_eq!(report.dynamo_stock_remaining, Some(5));
+    assert_eq!(world.released().await, ["orphan"]);
+    assert_eq!(world.redis_stock().await, 4);
+    assert_eq!(world.pending().await, 1);
+
+    let again = reconcile::reconcile(
+        &world.store,
+        &world.reservations,
+        Duration::from_secs(60),
+        110_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.released, 0);
+    assert_eq!(world.redis_stock().await, 4);
+    let stock: i64 = get_n(
+        world
+            .clients
+            .dynamodb
+            .get_item()
+            .table_name(&world.table)
+            .set_key(Some(key(sale_pk(&world.sale), SALE_SK)))
+            .send()
+            .await
+            .unwrap()
+            .item()
+            .unwrap(),
+        "stockRemaining",
+    )
+    .unwrap();
+    assert_eq!(stock, 5);
+}
+
+#[tokio::test]
+async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
+    let world = World::new(10, 10).await;
+    let mut bodies = Vec::new();
+    for (i, order) in ["o1", "o2", "o3"].into_iter().enumerate() {
+        world.reserve(order, "alice", 0).await;
+        let mut body: serde_json::Value =
+            serde_json::from_str(&world.placed(order, "alice")).unwrap();
+        body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
+        bodies.push(body.to_string());
+    }
+    world.reserve("o4", "bob", 0).await;
+    bodies.push(world.placed("o4", "bob"));
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    let alice = UserId::parse("alice").unwrap();
+    let limit = PageLimit::parse(Some("2")).unwrap();
+    let first = world.store.orders_of(&alice, limit, None).await.unwrap();
+    let ids: Vec<&str> = first.items.iter().map(|o| o.order_id.as_str()).collect();
+    assert_eq!(ids, ["o3", "o2"]);
+    let cursor = first.next.expect("a second page");
+    let second = world
+        .store
+        .orders_of(&alice, limit, Some(&cursor))
+        .await
+        .unwrap();
+    assert_eq!(second.items[0].order_id, "o1");
+    assert_eq!(second.items.len(), 1);
+
+    let bob = UserId::parse("bob").unwrap();
+    assert!(matches!(
+        world.store.orders_of(&bob, limit, Some(&cursor)).await,
+        Err(app::seckill::orders::OrderStoreError::ForeignCursor)
+    ));
+}

@@ -1,0 +1,267 @@
+//! The flash sale against the real stores: admission by the Lua scripts in `redis-server`,
+//! the preheated detail, and the sale item's create/publish round trip in moto's DynamoDB.
+//! Every test makes its own sale id, so their keys never collide.
+
+use crate::support::{clients, create_table, redis};
+use app::ids::UserId;
+use app::seckill::admission::{Admission, Reservation, Verdict};
+use app::seckill::keys::SaleKeys;
+use app::seckill::redis_store::RedisSales;
+use app::seckill::sale::{
+    Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleId, SaleStore, epoch_ms,
+};
+use app::seckill::sale_store::DynamoSaleStore;
+use redis::AsyncCommands;
+use std::collections::HashMap;
+use time::{Duration, OffsetDateTime};
+
+fn new_sale(stock: i64, per_user_limit: i64) -> Sale {
+    let now = OffsetDateTime::now_utc();
+    let dto = NewSaleDto {
+        product_id: "sku-1".to_owned(),
+        title: "Phone".to_owned(),
+        price_cents: 19_900,
+        stock,
+        per_user_limit,
+        starts_at: app::clock::format(now - Duration::minutes(1)),
+        ends_at: app::clock::format(now + Duration::hours(1)),
+    };
+    let new = NewSale::parse(dto, now).unwrap();
+    Sale::draft(SaleId::generate(), new, app::clock::format(now))
+}
+
+async fn preheated(stock: i64, per_user_limit: i64) -> (RedisSales, Sale) {
+    let sales = RedisSales::new(redis().await);
+    sales.load_scripts().await.unwrap();
+    let sale = new_sale(stock, per_user_limit);
+    sales.preheat(&sale).await.unwrap();
+    (sales, sale)
+}
+
+fn attempt(sale: &Sale, user: &str, rate: u32) -> Reservation {
+    Reservation {
+        sale_id: sale.id.clone(),
+        user_id: UserId::parse(user).unwrap(),
+        order_id: uuid::Uuid::now_v7().to_string(),
+        now_ms: epoch_ms(OffsetDateTime::now_utc()),
+        rate_limit_per_second: rate,
+    }
+}
+
+async fn cleanup(sale: &Sale, users: &[&str]) {
+    let keys = SaleKeys::new(sale.id.as_str());
+    let mut connection = redis().await;
+    let mut all = vec![
+        keys.info,
+        keys.stock,
+        keys.bought,
+        keys.pending,
+        keys.released,
+    ];
+    all.extend(
+        users
+            .iter()
+            .map(|user| format!("{}{user}", keys.rate_prefix)),
+    );
+    let _: () = connection.del(all).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_concurrent_attempts_admit_exactly_the_stock() {
+    let (first, sale) = preheated(100, 2).await;
+    // A few connections, as a few warm Lambda instances would have.
+    let mut pools = vec![first];
+    for _ in 0..3 {
+        pools.push(RedisSales::new(redis().await));
+    }
+    let mut handles = Vec::with_capacity(10_000);
+    for i in 0..10_000 {
+        let sales = pools[i % pools.len()].clone();
+        let reservation = attempt(&sale, &format!("user-{}", i % 2_000), 1_000);
+        handles.push(tokio::spawn(async move {
+            let verdict = sales.reserve(&reservation).await.unwrap();
+            (reservation.user_id, verdict)
+        }));
+    }
+    let mut admitted: HashMap<UserId, u32> = HashMap::new();
+    let mut refused = 0;
+    for handle in handles {
+        match handle.await.unwrap() {
+            (user, Verdict::Reserved { price_cents }) => {
+                assert_eq!(price_cents, 19_900);
+                *admitted.entry(user).or_default() += 1;
+            }
+            (_, Verdict::SoldOut | Verdict::LimitReached) => refused += 1,
+            (_, other) => panic!("unexpected verdict {other:?}"),
+        }
+    }
+    assert_eq!(admitted.values().sum::<u32>(), 100);
+    assert_eq!(refused, 9_900);
+    assert!(admitted.values().all(|n| *n <= 2), "{admitted:?}");
+
+    let keys = SaleKeys::new(sale.id.as_str());
+    let mut connection = redis().await;
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 0);
+    let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
+    assert_eq!(bought.values().sum::<u32>(), 100);
+    assert!(bought.values().all(|n| *n <= 2));
+    let pending: u32 = connection.hlen(&keys.pending).await.unwrap();
+    assert_eq!(pending, 100);
+    let users: Vec<String> = (0..2_000).map(|i| format!("user-{i}")).collect();
+    let users: Vec<&str> = users.iter().map(String::as_str).collect();
+    cleanup(&sale, &users).await;
+}
+
+#[tokio::test]
+async fn window_limit_stock_rate_and_unknown_sales_are_refused() {
+    let (sales, sale) = preheated(2, 1).await;
+    let mut early = attempt(&sale, "ann", 100);
+    early.now_ms = epoch_ms(sale.starts_at) - 1;
+    assert_eq!(sales.reserve(&early).await.unwrap(), Verdict::NotStarted);
+    let mut late = attempt(&sale, "ann", 100);
+    late.now_ms = epoch_ms(sale.ends_at);
+    assert_eq!(sales.reserve(&late).await.unwrap(), Verdict::Ended);
+
+    assert!(matches!(
+        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        Verdict::LimitReached
+    );
+    assert!(matches!(
+        sales.reserve(&attempt(&sale, "bob", 100)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales.reserve(&attempt(&sale, "cid", 100)).await.unwrap(),
+        Verdict::SoldOut
+    );
+
+    // Two attempts per second: dan's third in the same second is refused before any check
+    // of the stock or of the limit.
+    assert_eq!(
+        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        Verdict::SoldOut
+    );
+    assert_eq!(
+        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        Verdict::SoldOut
+    );
+    assert_eq!(
+        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        Verdict::RateLimited
+    );
+
+    let mut unknown = attempt(&sale, "ann", 100);
+    unknown.sale_id = SaleId::generate();
+    assert_eq!(sales.reserve(&unknown).await.unwrap(), Verdict::UnknownSale);
+    cleanup(&sale, &["ann", "bob", "cid", "dan"]).await;
+}
+
+#[tokio::test]
+async fn a_reservation_is_released_once_even_if_released_twice() {
+    let (sales, sale) = preheated(1, 1).await;
+    let reservation = attempt(&sale, "ann", 100);
+    assert!(matches!(
+        sales.reserve(&reservation).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    let order = &reservation.order_id;
+    assert!(sales.release(&sale.id, order, None).await.unwrap());
+    assert!(!sales.release(&sale.id, order, None).await.unwrap());
+    let ann = UserId::parse("ann").unwrap();
+    assert!(!sales.release(&sale.id, order, Some(&ann)).await.unwrap());
+    assert!(
+        !sales
+            .release(&sale.id, "never-reserved", None)
+            .await
+            .unwrap()
+    );
+
+    let keys = SaleKeys::new(sale.id.as_str());
+    let mut connection = redis().await;
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 1);
+    let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
+    assert!(bought.is_empty(), "{bought:?}");
+    let pending: u32 = connection.hlen(&keys.pending).await.unwrap();
+    assert_eq!(pending, 0);
+
+    // An order that left `pending` (materialized, then cancelled) is released with its holder.
+    let again = attempt(&sale, "ann", 100);
+    assert!(matches!(
+        sales.reserve(&again).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    let _: () = connection
+        .hdel(&keys.pending, &again.order_id)
+        .await
+        .unwrap();
+    assert!(
+        !sales
+            .release(&sale.id, &again.order_id, None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        sales
+            .release(&sale.id, &again.order_id, Some(&ann))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !sales
+            .release(&sale.id, &again.order_id, Some(&ann))
+            .await
+            .unwrap()
+    );
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 1);
+    cleanup(&sale, &["ann"]).await;
+}
+
+#[tokio::test]
+async fn the_detail_is_read_in_one_round_trip_and_republishing_keeps_the_live_stock() {
+    let (sales, sale) = preheated(5, 1).await;
+    assert!(matches!(
+        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    sales.preheat(&sale).await.unwrap();
+    let detail = sales.detail(&sale.id).await.unwrap().unwrap();
+    assert_eq!(detail.stock, 5);
+    assert_eq!(detail.stock_remaining, 4);
+    assert_eq!(detail.title, "Phone");
+    assert_eq!(detail.starts_at_ms, epoch_ms(sale.starts_at));
+    assert!(sales.detail(&SaleId::generate()).await.unwrap().is_none());
+    cleanup(&sale, &["ann"]).await;
+}
+
+#[tokio::test]
+async fn a_sale_is_created_then_published_once_in_dynamodb() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let store = DynamoSaleStore::new(clients.dynamodb.clone(), &table);
+    let sale = new_sale(100, 2);
+    store.create(&sale).await.unwrap();
+    assert_eq!(store.get(&sale.id).await.unwrap().as_ref(), Some(&sale));
+
+    let published = store.publish(&sale.id, "t1").await.unwrap().unwrap();
+    assert_eq!(published.state, Lifecycle::Published);
+    assert_eq!(published.stock_remaining, 100);
+    assert_eq!(published.starts_at, sale.starts_at);
+    let again = store.publish(&sale.id, "t2").await.unwrap().unwrap();
+    assert_eq!(again, published);
+    assert!(
+        store
+            .publish(&SaleId::generate(), "t3")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Creating a sale twice under one id is refused.
+    assert!(store.create(&sale).await.is_err());
+}
