@@ -1,13 +1,21 @@
 //! The cloud clients: one `SdkConfig` per process and the clients derived from it, and the
-//! Redis connection.
+//! Redis connection with the endpoint it goes to.
 //!
 //! Loading the `SdkConfig` resolves region, credentials and endpoints, which is expensive, so
 //! it happens once at cold start; deriving a client from it is cheap. Endpoints come from the
 //! standard variables (`AWS_ENDPOINT_URL`, and per service `AWS_ENDPOINT_URL_DYNAMODB`,
 //! `AWS_ENDPOINT_URL_SQS`, ...), so the same binary talks to AWS, LocalStack or the local
 //! emulators without a line of product code knowing which.
+//!
+//! Redis is found the same way everywhere but the cloud: `REDIS_URL` (the local `redis-server`,
+//! LocalStack's companion Redis, tests). In the cloud the template gives the functions only
+//! the ElastiCache replication group's id, `REDIS_CACHE_NAME`, and the cold start asks
+//! ElastiCache for its primary endpoint (TLS is on, so the URL is `rediss://`).
 
+use crate::config::{ConfigError, Env};
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_elasticache::error::SdkError;
+use aws_sdk_elasticache::operation::describe_replication_groups::DescribeReplicationGroupsError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 
@@ -50,4 +58,146 @@ pub async fn redis(url: &str) -> Result<ConnectionManager, RedisConnectError> {
     ConnectionManager::new_with_config(client, config)
         .await
         .map_err(RedisConnectError)
+}
+
+/// Why the Redis endpoint could not be found or reached at cold start.
+#[derive(Debug, thiserror::Error)]
+pub enum RedisSetupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("failed to describe the ElastiCache replication group {name}")]
+    Describe {
+        name: String,
+        #[source]
+        source: Box<SdkError<DescribeReplicationGroupsError>>,
+    },
+    #[error("the ElastiCache replication group {name} has no primary endpoint (status {status})")]
+    NoEndpoint { name: String, status: String },
+    #[error(transparent)]
+    Connect(#[from] RedisConnectError),
+}
+
+/// Where the configuration says Redis is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisEndpoint {
+    /// `REDIS_URL`: a `redis://` or `rediss://` URL, used as is.
+    Url(String),
+    /// `REDIS_CACHE_NAME`: an ElastiCache replication group, resolved by [`Self::resolve`].
+    CacheName(String),
+}
+
+impl RedisEndpoint {
+    /// `REDIS_URL` when set (it wins), else `REDIS_CACHE_NAME`, else an error naming both.
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        if env.optional("REDIS_URL").is_some() {
+            return env.redis_url("REDIS_URL").map(Self::Url);
+        }
+        match env.optional("REDIS_CACHE_NAME") {
+            Some(name) => Ok(Self::CacheName(name.trim().to_owned())),
+            None => Err(ConfigError::Missing {
+                name: "REDIS_URL (or REDIS_CACHE_NAME)".to_owned(),
+            }),
+        }
+    }
+
+    /// The URL to connect to; a cache name costs one `DescribeReplicationGroups` call.
+    // skip_all: a REDIS_URL may carry a password.
+    #[tracing::instrument(skip_all)]
+    pub async fn resolve(
+        self,
+        elasticache: &aws_sdk_elasticache::Client,
+    ) -> Result<String, RedisSetupError> {
+        let name = match self {
+            Self::Url(url) => return Ok(url),
+            Self::CacheName(name) => name,
+        };
+        let output = elasticache
+            .describe_replication_groups()
+            .replication_group_id(&name)
+            .send()
+            .await
+            .map_err(|source| RedisSetupError::Describe {
+                name: name.clone(),
+                source: Box::new(source),
+            })?;
+        let group = output.replication_groups().first();
+        // Cluster mode disabled: one node group, whose primary endpoint follows failovers.
+        let primary = group
+            .and_then(|group| group.node_groups().first())
+            .and_then(|node_group| node_group.primary_endpoint());
+        match primary.and_then(|endpoint| Some((endpoint.address()?, endpoint.port()?))) {
+            Some((host, port)) => Ok(format!("rediss://{host}:{port}")),
+            None => Err(RedisSetupError::NoEndpoint {
+                status: group
+                    .and_then(|group| group.status())
+                    .unwrap_or("unknown")
+                    .to_owned(),
+                name,
+            }),
+        }
+    }
+}
+
+/// A function's Redis, from its configuration: the cold-start path of every Redis user.
+pub async fn redis_from_env(
+    env: &Env,
+    config: &SdkConfig,
+) -> Result<ConnectionManager, RedisSetupError> {
+    let url = RedisEndpoint::from_env(env)?
+        .resolve(&aws_sdk_elasticache::Client::new(config))
+        .await?;
+    Ok(redis(&url).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_url_wins_over_the_cache_name() {
+        let env = Env::from_pairs([
+            ("REDIS_URL", "redis://127.0.0.1:6379"),
+            ("REDIS_CACHE_NAME", "sales"),
+        ]);
+        assert_eq!(
+            RedisEndpoint::from_env(&env),
+            Ok(RedisEndpoint::Url("redis://127.0.0.1:6379".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_cache_name_alone_is_resolved_later() {
+        let env = Env::from_pairs([("REDIS_URL", " "), ("REDIS_CACHE_NAME", "sales")]);
+        assert_eq!(
+            RedisEndpoint::from_env(&env),
+            Ok(RedisEndpoint::CacheName("sales".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_malformed_redis_url_is_not_skipped_for_the_cache_name() {
+        let env = Env::from_pairs([
+            ("REDIS_URL", "127.0.0.1:6379"),
+            ("REDIS_CACHE_NAME", "sales"),
+        ]);
+        assert!(matches!(
+            RedisEndpoint::from_env(&env),
+            Err(ConfigError::Invalid { name, .. }) if name == "REDIS_URL"
+        ));
+    }
+
+    #[test]
+    fn tls_urls_are_supported() {
+        // Without the redis crate's TLS feature this fails: "the feature is not enabled".
+        assert!(redis::Client::open("rediss://cache.example:6379").is_ok());
+    }
+
+    #[test]
+    fn neither_variable_names_both() {
+        let err = RedisEndpoint::from_env(&Env::from_pairs([])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "missing environment variable REDIS_URL (or REDIS_CACHE_NAME)"
+        );
+    }
 }

@@ -8,10 +8,7 @@ use app::{cloud, http, telemetry};
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
-    let url = Env::process()
-        .redis_url("REDIS_URL")
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let redis = cloud::redis(&url)
+    let redis = cloud::redis_from_env(&Env::process(), &cloud::sdk_config().await)
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let cache = RedisSales::new(redis);

@@ -12,15 +12,13 @@ use app::{cloud, http, telemetry};
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let env = Env::process();
-    let url = env
-        .redis_url("REDIS_URL")
-        .unwrap_or_else(|err| fail_cold_start(&err));
     let rate_limit_per_second =
         handlers::rate_limit_from_env(&env).unwrap_or_else(|err| fail_cold_start(&err));
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
+    let sdk_config = cloud::sdk_config().await;
+    let clients = cloud::Clients::new(&sdk_config);
     let publisher =
         SqsOrderPublisher::from_env(&env, clients.sqs).unwrap_or_else(|err| fail_cold_start(&err));
-    let redis = cloud::redis(&url)
+    let redis = cloud::redis_from_env(&env, &sdk_config)
         .await
         .unwrap_or_else(|err| fail_cold_start(&err));
     let admission = RedisSales::new(redis);

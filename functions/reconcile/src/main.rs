@@ -16,10 +16,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let grace = env
         .parsed_or("RECONCILE_GRACE_SECONDS", 60u64)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
+    let sdk_config = cloud::sdk_config().await;
+    let clients = cloud::Clients::new(&sdk_config);
     let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let reservations = RedisReservations::from_env(&env)
+    let reservations = RedisReservations::from_env(&env, &sdk_config)
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let (store, reservations) = (&store, &reservations);

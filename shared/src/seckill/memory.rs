@@ -10,7 +10,7 @@ use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use crate::social::cursor::{Cursor, PageLimit};
 use async_trait::async_trait;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Sale ids (UUIDs).
@@ -284,6 +284,20 @@ impl Reservations for MemoryReservations {
             }
         }
         Ok(())
+    }
+
+    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>> {
+        let mut sales = self.sales.lock().unwrap();
+        let sale = sales.entry(sale_id.to_owned()).or_default();
+        let mut released = HashSet::new();
+        for id in order_ids {
+            if sale.released.contains(id) {
+                released.insert(id.clone());
+            } else {
+                sale.pending.remove(id);
+            }
+        }
+        Ok(released)
     }
 
     async fn release(

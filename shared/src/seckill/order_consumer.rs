@@ -1,16 +1,24 @@
 //! The order consumer: materializes `OrderPlaced` events in the commerce table, writing each
 //! sale's stock item once per batch (it is the hottest item of a sale), never overselling.
 //!
-//! Per sale and batch: one transaction puts the new orders (CONFIRMED, `attribute_not_exists`,
-//! so a redelivered order drops out) and takes their units from `stockRemaining`, which must
-//! stay at least 0. When that condition fails (Redis admitted more than DynamoDB holds, e.g.
+//! Per sale and batch: first one Redis round trip (`claim.lua`, via [`Reservations::claim`])
+//! takes the orders over from the `pending` worklist, atomically against `release.lua`. An
+//! order whose unit was already released (the reconciliation gave it up after its grace
+//! period while the queue lagged, or the order route after a send that failed ambiguously) is
+//! put as REJECTED, with no stock change and no further release: its unit is back in Redis
+//! and must not also be taken from DynamoDB. The claimed orders can no longer be released
+//! without a holder, so confirming them is safe.
+//!
+//! Then one transaction puts the claimed orders (CONFIRMED, `attribute_not_exists`, so a
+//! redelivered order drops out) and takes their units from `stockRemaining`, which must stay
+//! at least 0. When that condition fails (Redis admitted more than DynamoDB holds, e.g.
 //! after losing data), the sale is read again and as many orders as it still holds are
 //! confirmed, first come first served; the rest are put as REJECTED and their reservations
-//! released. After a commit the reservations leave Redis's `pending` worklist and each
-//! confirmed order gets a `PaymentDue`.
+//! released. After a commit each confirmed order gets a `PaymentDue`.
 //!
-//! Every effect after the commit is idempotent and is redone when the message comes back: a
-//! redelivered order that already exists repeats the effects its stored status calls for.
+//! Every effect is idempotent and is redone when the message comes back: the claim answers
+//! the same for an order it claimed before (neither pending nor released), and a redelivered
+//! order that already exists repeats the effects its stored status calls for.
 
 use super::keys::PaymentDue;
 use super::orders::{
@@ -79,21 +87,43 @@ async fn materialize_sale(
     sale_id: &str,
     units: Vec<Unit<NewOrder>>,
 ) -> Vec<String> {
+    let units = merge(units);
+    let order_ids: Vec<String> = units.iter().map(|unit| unit.marker.clone()).collect();
+    let released = match deps.reservations.claim(sale_id, &order_ids).await {
+        Ok(released) => released,
+        Err(err) => {
+            tracing::error!(error = ?err, "failed to claim the reservations in Redis");
+            return units.into_iter().flat_map(|unit| unit.messages).collect();
+        }
+    };
+    let (withdrawn, mut rest): (Vec<_>, Vec<_>) = units
+        .into_iter()
+        .partition(|unit| released.contains(&unit.marker));
+    if !withdrawn.is_empty() {
+        tracing::warn!(
+            sale_id,
+            orders = withdrawn.len(),
+            "rejecting orders whose reservations were already released"
+        );
+    }
+
     let mut sorted = Sorted::default();
-    let mut rest = merge(units);
     while !rest.is_empty() {
         let tail = rest.split_off(rest.len().min(MAX_ORDERS_PER_COMMIT));
         let chunk = std::mem::replace(&mut rest, tail);
         confirm_chunk(deps.store, sale_id, chunk, &mut sorted).await;
     }
 
-    let to_reject = std::mem::take(&mut sorted.rejected);
-    if !to_reject.is_empty() {
+    if !sorted.rejected.is_empty() {
         tracing::warn!(
             sale_id,
-            orders = to_reject.len(),
+            orders = sorted.rejected.len(),
             "DynamoDB's stock is exhausted: rejecting orders that Redis admitted"
         );
+    }
+    let mut to_reject = std::mem::take(&mut sorted.rejected);
+    to_reject.extend(withdrawn);
+    if !to_reject.is_empty() {
         let outcome = apply_once(to_reject, MAX_ORDERS_PER_COMMIT, &RejectCommit(deps.store)).await;
         sorted.failed.extend(outcome.failed_messages());
         sorted.rejected = outcome.applied;
@@ -110,13 +140,12 @@ async fn materialize_sale(
         })
         .collect();
     let mut to_confirm = sorted.confirmed;
-    let mut settled = Vec::new();
     for unit in sorted.existing {
         match deps.store.order(&unit.marker).await {
             Ok(Some(order)) => match order.status {
                 OrderStatus::Confirmed => to_confirm.push(unit),
                 OrderStatus::Rejected => to_release.push((unit, order.user_id.to_string())),
-                OrderStatus::Paid | OrderStatus::Cancelled => settled.push(unit),
+                OrderStatus::Paid | OrderStatus::Cancelled => {}
             },
             Ok(None) => {
                 tracing::error!(order_id = %unit.marker, "an order that existed is gone");
@@ -128,25 +157,11 @@ async fn materialize_sale(
             }
         }
     }
+    // A released order's unit is already back: releasing it again would be a no-op anyway.
+    to_release.retain(|(unit, _)| !released.contains(&unit.marker));
 
+    // The claim removed every order of the batch from `pending`: nothing left to confirm there.
     let mut failed = sorted.failed;
-    let done: Vec<String> = to_confirm
-        .iter()
-        .chain(&settled)
-        .map(|unit| unit.marker.clone())
-        .collect();
-    if !done.is_empty()
-        && let Err(err) = deps.reservations.confirm(sale_id, &done).await
-    {
-        tracing::error!(error = ?err, "failed to confirm reservations in Redis");
-        failed.extend(
-            to_confirm
-                .iter()
-                .chain(&settled)
-                .flat_map(|unit| unit.messages.iter().cloned()),
-        );
-        to_confirm.clear();
-    }
     for unit in to_confirm {
         let due = PaymentDue {
             order_id: unit.marker.clone(),
@@ -321,6 +336,65 @@ mod tests {
         let bodies = [placed("o1", GHOST, "a")];
         assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
         assert_eq!(world.store.status("o1"), Some(OrderStatus::Rejected));
+    }
+
+    #[tokio::test]
+    async fn a_late_order_whose_reservation_was_released_is_rejected_without_stock() {
+        let world = World::new(S1, 10);
+        world.reservations.reserve_at(S1, "late", "a", 1_000);
+        world.reservations.reserve_at(S1, "ok", "b", 100_000);
+        // The queue lagged beyond the grace period: the reconciliation gives "late" back.
+        let grace = std::time::Duration::from_secs(60);
+        let summary =
+            crate::seckill::reconcile::reconcile(&world.store, &world.reservations, grace, 110_000)
+                .await
+                .unwrap();
+        assert_eq!(summary.released, 1);
+        assert_eq!(world.reservations.stock_of(S1), -1);
+
+        let bodies = [placed("late", S1, "a"), placed("ok", S1, "b")];
+        for _ in 0..2 {
+            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            assert_eq!(world.store.status("late"), Some(OrderStatus::Rejected));
+            assert_eq!(world.store.status("ok"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.stock(S1), 9);
+            // Two reserved, "late" given back once.
+            assert_eq!(world.reservations.stock_of(S1), -1);
+            assert_eq!(world.reservations.released_of(S1), ["late"]);
+            assert!(world.reservations.pending_of(S1).is_empty());
+        }
+        let due: Vec<String> = world
+            .payments
+            .sent()
+            .into_iter()
+            .map(|due| due.order_id)
+            .collect();
+        assert_eq!(due, ["ok", "ok"]);
+    }
+
+    #[tokio::test]
+    async fn a_claimed_order_is_not_released_and_its_retry_confirms_it() {
+        let world = World::new(S1, 10);
+        world.reservations.reserve_at(S1, "o1", "a", 1_000);
+        // The consumer claimed it, then its commit failed: the message will come back.
+        let ids = ["o1".to_owned()];
+        assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
+        let grace = std::time::Duration::from_secs(60);
+        let summary =
+            crate::seckill::reconcile::reconcile(&world.store, &world.reservations, grace, 110_000)
+                .await
+                .unwrap();
+        assert_eq!(summary.released, 0);
+        // Neither pending nor released: still the consumer's.
+        assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
+        assert!(!world.reservations.release(S1, "o1", None).await.unwrap());
+
+        let bodies = [placed("o1", S1, "a")];
+        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.stock(S1), 9);
+        assert_eq!(world.reservations.stock_of(S1), -1);
+        assert!(world.reservations.released_of(S1).is_empty());
     }
 
     #[tokio::test]

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::HashSet;
 use time::OffsetDateTime;
 
 /// A transaction holds the orders plus the one sale update.
@@ -258,6 +259,12 @@ pub struct PendingReservation {
 pub trait Reservations: Send + Sync {
     /// The orders are materialized: remove them from the `pending` worklist (idempotent).
     async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()>;
+    /// The order consumer takes one sale's orders over before materializing them, in one
+    /// atomic step (`claim.lua`): returns those already released (their unit was given back;
+    /// the order must be REJECTED), and removes every other one from `pending`, so that a
+    /// release without a holder no longer gives its unit back. Idempotent: an order neither
+    /// pending nor released is one this consumer claimed before.
+    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>>;
     /// Gives the unit back at most once per order (the `released` set): without a `holder`
     /// only a reservation still pending; with the user who holds it, also an order confirmed
     /// since. `true` when this call gave it back.

@@ -4,10 +4,15 @@
 //! A reservation stays in the sale's `pending` hash until the order consumer materialized its
 //! order. One older than the grace period whose order does not exist in DynamoDB was lost
 //! between the admission script and the queue (a crash before the send): it is released. One
-//! whose order exists only missed its confirmation, which is redone. The grace period must
-//! exceed the order queue's normal lag: an order still waiting in the queue when its
-//! reservation is released is then materialized with both stores' units counted, which
-//! DynamoDB's stock condition still keeps from overselling.
+//! whose order exists only missed its confirmation, which is redone.
+//!
+//! The release cannot race the order consumer into counting a unit twice: the consumer first
+//! claims its orders (`claim.lua`: out of `pending`, or reported as released), and a release
+//! without a holder only gives back an order still in `pending` and not yet in `released`;
+//! both are atomic scripts, so exactly one of them wins per order. When the order queue lags
+//! beyond the grace period, the release wins and the late order is put as REJECTED, with no
+//! stock taken from DynamoDB: the buyer loses the order, never the stores their agreement.
+//! So the grace period should still exceed the queue's normal lag.
 
 use super::orders::{OrderStatus, OrderStore, Reservations};
 use serde::Serialize;
@@ -94,7 +99,9 @@ async fn reconcile_sale(
         let order = store.order(&reservation.order_id).await?;
         match order.map(|order| order.status) {
             None | Some(OrderStatus::Rejected) => {
-                // No holder: if the consumer confirmed it meanwhile, this changes nothing.
+                // No holder: if the consumer claimed it meanwhile (it left `pending`), this
+                // changes nothing; if this wins, the consumer's claim sees it released and
+                // puts the order as REJECTED.
                 if reservations
                     .release(sale_id, &reservation.order_id, None)
                     .await?

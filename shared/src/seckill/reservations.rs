@@ -1,28 +1,31 @@
 //! Redis adapter of [`Reservations`]: the order path's side of a sale's keys (key design in
 //! [`super::keys`]). Releasing goes through the admission's `release.lua` (via
-//! [`RedisSales`]), so that a unit is given back once, whoever releases it.
+//! [`RedisSales`]), so that a unit is given back once, whoever releases it; the consumer's
+//! `claim.lua` (contract at its top) makes a release and a confirmation exclusive.
 
 use super::admission::Admission;
 use super::keys::SaleKeys;
 use super::orders::{PendingReservation, Reservations};
 use super::redis_store::RedisSales;
 use super::sale::SaleId;
-use crate::cloud::RedisConnectError;
-use crate::config::{ConfigError, Env};
+use crate::cloud::RedisSetupError;
+use crate::config::Env;
 use crate::ids::UserId;
+use crate::script::LuaScript;
 use anyhow::Context;
 use async_trait::async_trait;
+use aws_config::SdkConfig;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+const CLAIM: &str = include_str!("claim.lua");
 
 /// Why the reservations could not be set up at cold start.
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationsError {
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Connect(#[from] RedisConnectError),
+    Redis(#[from] RedisSetupError),
     #[error("failed to load the Lua scripts")]
     Scripts(#[source] redis::RedisError),
 }
@@ -32,6 +35,7 @@ pub enum ReservationsError {
 pub struct RedisReservations {
     connection: ConnectionManager,
     sales: RedisSales,
+    claim: LuaScript,
 }
 
 fn sale_id(raw: &str) -> anyhow::Result<SaleId> {
@@ -42,17 +46,24 @@ impl RedisReservations {
     pub fn new(connection: ConnectionManager) -> Self {
         Self {
             sales: RedisSales::new(connection.clone()),
+            claim: LuaScript::new("claim", CLAIM),
             connection,
         }
     }
 
-    /// Connects to `REDIS_URL` and loads the scripts: a cold start's work.
-    pub async fn from_env(env: &Env) -> Result<Self, ReservationsError> {
-        let connection = crate::cloud::redis(&env.redis_url("REDIS_URL")?).await?;
+    /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) and loads the
+    /// scripts: a cold start's work.
+    pub async fn from_env(env: &Env, config: &SdkConfig) -> Result<Self, ReservationsError> {
+        let connection = crate::cloud::redis_from_env(env, config).await?;
         let reservations = Self::new(connection);
         reservations
             .sales
             .load_scripts()
+            .await
+            .map_err(ReservationsError::Scripts)?;
+        reservations
+            .claim
+            .load(&mut reservations.connection.clone())
             .await
             .map_err(ReservationsError::Scripts)?;
         Ok(reservations)
@@ -73,6 +84,25 @@ impl Reservations for RedisReservations {
             .await
             .context("failed to remove confirmed reservations from pending")?;
         Ok(())
+    }
+
+    #[tracing::instrument(skip(self, order_ids), fields(orders = order_ids.len()))]
+    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>> {
+        if order_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let keys = SaleKeys::new(sale_id);
+        let mut connection = self.connection.clone();
+        let released: Vec<String> = self
+            .claim
+            .prepare()
+            .key(&keys.pending)
+            .key(&keys.released)
+            .arg(order_ids)
+            .invoke_async(&mut connection)
+            .await
+            .context("the claim script failed")?;
+        Ok(released.into_iter().collect())
     }
 
     #[tracing::instrument(skip(self))]

@@ -8,6 +8,7 @@ mod follow_graph;
 mod order_path;
 mod profile_store;
 mod queue;
+mod redis_endpoint;
 mod redis_script;
 mod sale_admission;
 mod support;

@@ -11,7 +11,7 @@ use app::queue::Queue;
 use app::seckill::keys::{ORDER_SK, SALE_SK, SaleKeys, order_pk, sale_pk};
 use app::seckill::order_consumer::{self, OrderDeps};
 use app::seckill::order_store::{DynamoOrderStore, SqsPaymentDueSink};
-use app::seckill::orders::{OrderStore, PaymentMethod};
+use app::seckill::orders::{OrderStore, PaymentMethod, Reservations};
 use app::seckill::reservations::RedisReservations;
 use app::seckill::sale::SaleId;
 use app::seckill::{payment_timeout, reconcile};
@@ -375,6 +375,70 @@ async fn reconciliation_releases_an_orphaned_reservation_once() {
     )
     .unwrap();
     assert_eq!(stock, 5);
+}
+
+#[tokio::test]
+async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_not_released() {
+    let world = World::new(5, 5).await;
+    // "late" waited in the queue beyond the grace period; "inflight" was claimed by a consumer
+    // whose commit has not happened yet; "ok" is young.
+    world.reserve("late", "alice", 1_000).await;
+    world.reserve("inflight", "bob", 1_000).await;
+    world.reserve("ok", "carol", 100_000).await;
+    let released = world
+        .reservations
+        .claim(&world.sale, &["inflight".to_owned()])
+        .await
+        .unwrap();
+    assert!(released.is_empty());
+    let summary = reconcile::reconcile(
+        &world.store,
+        &world.reservations,
+        Duration::from_secs(60),
+        110_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.released, 1);
+    assert_eq!(world.released().await, ["late"]);
+    assert_eq!(world.redis_stock().await, 3);
+
+    let bodies = [
+        world.placed("late", "alice"),
+        world.placed("inflight", "bob"),
+        world.placed("ok", "carol"),
+    ];
+    for _ in 0..2 {
+        assert!(
+            order_consumer::handle_batch(world.deps(), batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(world.status("late").await, "REJECTED");
+        assert_eq!(world.status("inflight").await, "CONFIRMED");
+        assert_eq!(world.status("ok").await, "CONFIRMED");
+        assert_eq!(world.dynamo_stock().await, 3);
+        // Three reserved, "late" given back once: both stores agree.
+        assert_eq!(world.redis_stock().await, 3);
+        assert_eq!(world.released().await, ["late"]);
+        assert_eq!(world.pending().await, 0);
+    }
+    let mut redis = world.redis.clone();
+    let alice_holds: Option<i64> = redis
+        .hget(SaleKeys::new(&world.sale).bought, "alice")
+        .await
+        .unwrap();
+    assert_eq!(alice_holds.unwrap_or(0), 0);
+    let mut due_orders: Vec<String> = world
+        .take_payment_due()
+        .await
+        .iter()
+        .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
+        .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
+        .collect();
+    due_orders.sort();
+    due_orders.dedup();
+    assert_eq!(due_orders, ["inflight", "ok"]);
 }
 
 #[tokio::test]
