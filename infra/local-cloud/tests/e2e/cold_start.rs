@@ -14,8 +14,12 @@ fn every_function_stops_its_cold_start_naming_the_missing_variable() {
         account_id: "123456789012".to_owned(),
         sqs_endpoint: "http://127.0.0.1:9".to_owned(),
     };
-    let model = load(&manifest.join("../../template.yaml"), &Default::default(), &names)
-        .expect("the project template loads");
+    let model = load(
+        &manifest.join("../../template.yaml"),
+        &Default::default(),
+        &names,
+    )
+    .expect("the project template loads");
     let exe = std::env::current_exe().unwrap();
     let binaries = exe.parent().and_then(|d| d.parent()).unwrap();
     assert!(!model.functions.is_empty());
@@ -26,7 +30,12 @@ fn every_function_stops_its_cold_start_naming_the_missing_variable() {
             .output()
             .unwrap_or_else(|err| panic!("{} runs: {err}", function.binary));
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{}: {stderr}", function.binary);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}: {stderr}",
+            function.binary
+        );
         assert!(
             stderr.contains("cold start failed: missing environment variable"),
             "{}: {stderr}",

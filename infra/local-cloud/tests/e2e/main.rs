@@ -4,4 +4,5 @@
 
 mod cold_start;
 mod follow;
+mod seckill;
 mod support;

@@ -103,11 +103,20 @@ pub struct Api {
 
 impl Api {
     pub fn new(cloud: &LocalCloud, user: Option<&str>) -> Self {
+        Self::with_groups(cloud, user, &[])
+    }
+
+    /// An operator: a user in the `admin` group.
+    pub fn admin(cloud: &LocalCloud, user: &str) -> Self {
+        Self::with_groups(cloud, Some(user), &["admin".to_owned()])
+    }
+
+    fn with_groups(cloud: &LocalCloud, user: Option<&str>, groups: &[String]) -> Self {
         let token = user.map(|sub| {
             local_cloud::jwt::local_token(
                 local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
                 sub,
-                &[],
+                groups,
                 Duration::from_secs(600),
             )
         });

@@ -1,0 +1,322 @@
+//! The flash sale end to end: publish, a crowd of buyers, orders materialized from the queue,
+//! payment windows, and Redis losing its data mid-sale.
+
+use crate::support::{
+    Api, eventually, function_named, options, queue_url, sdk, start, unique_stack,
+};
+use local_cloud::cloud::{CloudOptions, LocalCloud};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+const WAIT: Duration = Duration::from_secs(40);
+
+/// Creates and publishes a sale open from a minute ago for an hour; answers its id.
+async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> String {
+    let operator = Api::admin(cloud, "operator");
+    let now = OffsetDateTime::now_utc();
+    let (status, sale) = operator
+        .call(
+            "POST",
+            "/seckill/activities",
+            Some(json!({
+                "productId": "p-1",
+                "title": "Flash sale",
+                "priceCents": 1999,
+                "stock": stock,
+                "perUserLimit": per_user_limit,
+                "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
+                "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
+            })),
+        )
+        .await;
+    assert_eq!(status, 201, "{sale}");
+    let id = sale["id"].as_str().unwrap().to_owned();
+    let (status, body) = operator
+        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    id
+}
+
+/// Each buyer places one order at once; answers the accepted (buyer, orderId) pairs and the
+/// count of each rejection code.
+async fn crowd(
+    cloud: &LocalCloud,
+    sale: &str,
+    buyers: &[String],
+) -> (Vec<(String, String)>, BTreeMap<String, usize>) {
+    let path = format!("/seckill/activities/{sale}/orders");
+    let tasks: Vec<_> = buyers
+        .iter()
+        .map(|buyer| {
+            let api = Api::new(cloud, Some(buyer));
+            let path = path.clone();
+            let buyer = buyer.clone();
+            tokio::spawn(async move { (buyer, api.call("POST", &path, None).await) })
+        })
+        .collect();
+    let mut accepted = Vec::new();
+    let mut rejected = BTreeMap::new();
+    for task in tasks {
+        let (buyer, (status, body)) = task.await.unwrap();
+        if status == 202 {
+            assert_eq!(body["status"], "PENDING", "{body}");
+            accepted.push((buyer, body["orderId"].as_str().unwrap().to_owned()));
+        } else {
+            let code = body["error"]["code"].as_str().unwrap_or("?").to_owned();
+            assert!(status == 409 || status == 429, "{status} {body}");
+            *rejected.entry(code).or_default() += 1;
+        }
+    }
+    (accepted, rejected)
+}
+
+async fn order_status(cloud: &LocalCloud, buyer: &str, order: &str) -> Option<String> {
+    let (status, body) = Api::new(cloud, Some(buyer))
+        .call("GET", &format!("/orders/{order}"), None)
+        .await;
+    (status == 200).then(|| body["status"].as_str().unwrap().to_owned())
+}
+
+/// Waits until every order is materialized; answers how many have each status.
+async fn settled(cloud: &LocalCloud, orders: &[(String, String)]) -> BTreeMap<String, usize> {
+    eventually(WAIT, "every order is materialized", || async {
+        let mut counts = BTreeMap::new();
+        for (buyer, order) in orders {
+            match order_status(cloud, buyer, order).await {
+                Some(status) if status != "PENDING" => *counts.entry(status).or_default() += 1,
+                _ => return None,
+            }
+        }
+        Some(counts)
+    })
+    .await
+}
+
+async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
+    let (status, body) = Api::new(cloud, None)
+        .call("GET", &format!("/seckill/activities/{sale}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The sale's stock as DynamoDB, the final guard, counts it.
+async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
+    let table = crate::support::table(cloud, "CommerceTable");
+    let item = aws_sdk_dynamodb::Client::new(&sdk().await)
+        .get_item()
+        .table_name(table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("SALE#{sale}")),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("SALE".into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    item["stockRemaining"].as_n().unwrap().parse().unwrap()
+}
+
+fn buyers(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+fn without_order_consumer(cloud: &LocalCloud, stack: &str) -> CloudOptions {
+    let mut options = options(stack);
+    options.disabled_sources = vec![function_named(cloud, "order-consumer")];
+    options
+}
+
+#[tokio::test]
+async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
+    let cloud = start(options(&unique_stack())).await;
+    let sale = open_sale(&cloud, 20, 1).await;
+    let (accepted, rejected) = crowd(&cloud, &sale, &buyers("b", 40)).await;
+    assert_eq!(accepted.len(), 20, "{rejected:?}");
+    assert_eq!(rejected.get("SOLD_OUT"), Some(&20), "{rejected:?}");
+
+    let view = detail(&cloud, &sale).await;
+    assert_eq!(view["state"], "SOLD_OUT", "{view}");
+    assert_eq!(view["stockRemaining"], 0);
+    assert_eq!(
+        settled(&cloud, &accepted).await,
+        BTreeMap::from([("CONFIRMED".to_owned(), 20)])
+    );
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 0);
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
+    let stack = unique_stack();
+    let probe = start(options(&stack)).await;
+    let held = without_order_consumer(&probe, &stack);
+    probe.stop().await;
+
+    // Orders are admitted while the consumer is down, so DynamoDB has counted none of them
+    // when Redis loses the sale.
+    let cloud = start(held).await;
+    let sale = open_sale(&cloud, 10, 1).await;
+    let (first, _) = crowd(&cloud, &sale, &buyers("early", 6)).await;
+    assert_eq!(first.len(), 6);
+    let mut redis = redis::Client::open(std::env::var("REDIS_URL").unwrap())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("sale:{{{sale}}}:*"))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty());
+    let _: () = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+
+    // Re-preheated from DynamoDB, which still says 10: Redis admits 10 more.
+    let (status, body) = Api::admin(&cloud, "operator")
+        .call("POST", &format!("/seckill/activities/{sale}/publish"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (second, _) = crowd(&cloud, &sale, &buyers("late", 10)).await;
+    assert_eq!(second.len(), 10);
+    cloud.stop().await;
+
+    // The consumer comes back to 16 orders for 10 units: DynamoDB's guard confirms 10.
+    let cloud = start(options(&stack)).await;
+    let all: Vec<_> = first.into_iter().chain(second).collect();
+    let counts = settled(&cloud, &all).await;
+    assert_eq!(counts.get("CONFIRMED"), Some(&10), "{counts:?}");
+    assert_eq!(counts.get("REJECTED"), Some(&6), "{counts:?}");
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 0);
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn every_order_event_delivered_twice_yields_one_order() {
+    let stack = unique_stack();
+    let probe = start(options(&stack)).await;
+    let held = without_order_consumer(&probe, &stack);
+    probe.stop().await;
+
+    let cloud = start(held).await;
+    let sale = open_sale(&cloud, 5, 1).await;
+    let (accepted, _) = crowd(&cloud, &sale, &buyers("twice", 3)).await;
+    assert_eq!(accepted.len(), 3);
+    // Take the three events off the queue and put each back twice.
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    let queue = queue_url(&cloud, "OrderQueue");
+    let mut bodies = Vec::new();
+    while bodies.len() < 3 {
+        let output = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for message in output.messages.unwrap_or_default() {
+            bodies.push(message.body.clone().unwrap());
+            sqs.delete_message()
+                .queue_url(&queue)
+                .receipt_handle(message.receipt_handle.unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    for body in bodies.iter().chain(bodies.iter()) {
+        sqs.send_message()
+            .queue_url(&queue)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    cloud.stop().await;
+
+    let cloud = start(options(&stack)).await;
+    assert_eq!(
+        settled(&cloud, &accepted).await,
+        BTreeMap::from([("CONFIRMED".to_owned(), 3)])
+    );
+    eventually(WAIT, "the duplicates are consumed", || async {
+        (crate::support::queue_depth(&sqs, &queue).await == 0).then_some(())
+    })
+    .await;
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 2);
+    let (_, listed) = Api::new(&cloud, Some("twice0"))
+        .call("GET", "/orders", None)
+        .await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
+    let mut short_window = options(&unique_stack());
+    short_window
+        .parameter_overrides
+        .insert("PaymentWindowSeconds".to_owned(), "2".to_owned());
+    let cloud = start(short_window).await;
+    let sale = open_sale(&cloud, 1, 1).await;
+
+    let (first, _) = crowd(&cloud, &sale, &buyers("slow", 1)).await;
+    let (buyer, order) = first[0].clone();
+    eventually(WAIT, "the unpaid order is cancelled", || async {
+        (order_status(&cloud, &buyer, &order).await.as_deref() == Some("CANCELLED")).then_some(())
+    })
+    .await;
+    let (status, body) = Api::new(&cloud, Some(&buyer))
+        .call(
+            "POST",
+            &format!("/orders/{order}/pay"),
+            Some(json!({"method": "ONLINE"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("ORDER_NOT_PAYABLE")),
+        "{body}"
+    );
+    assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 1);
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 1);
+
+    // The unit is back: someone else buys it, pays in time, and keeps it.
+    let (second, _) = crowd(&cloud, &sale, &buyers("quick", 1)).await;
+    let (buyer, order) = second[0].clone();
+    eventually(WAIT, "the second order is confirmed", || async {
+        (order_status(&cloud, &buyer, &order).await.as_deref() == Some("CONFIRMED")).then_some(())
+    })
+    .await;
+    let (status, body) = Api::new(&cloud, Some(&buyer))
+        .call(
+            "POST",
+            &format!("/orders/{order}/pay"),
+            Some(json!({"method": "COD"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "PAID");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        order_status(&cloud, &buyer, &order).await.as_deref(),
+        Some("PAID")
+    );
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 0);
+    cloud.stop().await;
+}
