@@ -4,6 +4,7 @@
 //! never DynamoDB.
 
 use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
+use super::orders::OrderId;
 use super::sale::{
     self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleId,
     SaleState, SaleStore, epoch_ms,
@@ -192,7 +193,7 @@ struct AcceptedBody<'a> {
 }
 
 /// `POST /seckill/activities/{id}/orders` (user): reserves a unit and queues the order;
-/// `202 {orderId, status: "PENDING"}`.
+/// `202 {orderId, status: "PENDING"}`, the order id naming the sale ([`OrderId`]).
 #[tracing::instrument(skip_all)]
 pub async fn place_order(
     route: &OrderRoute<'_>,
@@ -202,9 +203,9 @@ pub async fn place_order(
     let sale_id = path_sale(&request)?;
     let now = OffsetDateTime::now_utc();
     let reservation = Reservation {
+        order_id: OrderId::generate(&sale_id).to_string(),
         sale_id,
         user_id: caller.user_id,
-        order_id: uuid::Uuid::now_v7().to_string(),
         now_ms: epoch_ms(now),
         rate_limit_per_second: route.rate_limit_per_second,
     };
@@ -370,6 +371,8 @@ mod tests {
         let (status, body) = answer(place_order(&route, order("ann", sale.as_str())).await);
         assert_eq!(status, 202, "{body}");
         assert_eq!(body["status"], "PENDING");
+        let order_id = OrderId::parse(body["orderId"].as_str().unwrap()).unwrap();
+        assert_eq!(order_id.sale_id(), &sale);
         assert_eq!(
             publisher.sent.lock().unwrap()[0].payload.order_id,
             body["orderId"].as_str().unwrap()

@@ -10,6 +10,7 @@
 //! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
+//! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; never removed (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
 //! | `sale:{<id>}:rate:<userId>` | string (integer, expiring) | the user's admission attempts in the current window |
 //!
 //! Commerce table:
@@ -28,6 +29,7 @@ pub struct SaleKeys {
     pub bought: String,
     pub pending: String,
     pub released: String,
+    pub orders: String,
     /// The prefix of the per-user rate keys; the script appends the user id.
     pub rate_prefix: String,
 }
@@ -41,6 +43,7 @@ impl SaleKeys {
             bought: format!("{tag}:bought"),
             pending: format!("{tag}:pending"),
             released: format!("{tag}:released"),
+            orders: format!("{tag}:orders"),
             rate_prefix: format!("{tag}:rate:"),
         }
     }
@@ -102,6 +105,7 @@ mod tests {
             &keys.bought,
             &keys.pending,
             &keys.released,
+            &keys.orders,
             &keys.rate_prefix,
         ] {
             assert!(key.starts_with("sale:{s1}:"), "{key}");

@@ -3,9 +3,10 @@
 
 use super::keys::PaymentDue;
 use super::orders::{
-    NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueSink,
-    PaymentMethod, PendingReservation, PublishedSale, Reservations,
+    AdmittedOrder, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
+    PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation, PublishedSale, Reservations,
 };
+use super::sale::SaleId;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use crate::social::cursor::{Cursor, PageLimit};
@@ -231,6 +232,8 @@ struct RedisSale {
     bought: HashMap<String, i64>,
     pending: BTreeMap<String, (String, i64)>,
     released: BTreeSet<String>,
+    /// Every admitted order's owner (the `orders` hash): never removed.
+    owners: BTreeMap<String, String>,
 }
 
 #[derive(Default)]
@@ -247,6 +250,7 @@ impl MemoryReservations {
         *sale.bought.entry(user.to_owned()).or_default() += 1;
         sale.pending
             .insert(order.to_owned(), (user.to_owned(), at_ms));
+        sale.owners.insert(order.to_owned(), user.to_owned());
     }
 
     pub(crate) fn reserve(&self, sale: &str, order: &str, user: &str) {
@@ -343,6 +347,23 @@ impl Reservations for MemoryReservations {
 
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
         Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
+    }
+}
+
+#[async_trait]
+impl PendingOrders for MemoryReservations {
+    async fn admitted(
+        &self,
+        sale_id: &SaleId,
+        order_id: &str,
+    ) -> anyhow::Result<Option<AdmittedOrder>> {
+        let sales = self.sales.lock().unwrap();
+        Ok(sales.get(sale_id.as_str()).and_then(|sale| {
+            sale.owners.get(order_id).map(|user| AdmittedOrder {
+                user_id: user.clone(),
+                released: sale.released.contains(order_id),
+            })
+        }))
     }
 }
 

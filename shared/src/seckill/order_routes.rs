@@ -1,11 +1,15 @@
 //! HTTP entry points of the order routes: only ever the caller's own orders; someone else's
 //! order is as unknown as one that does not exist.
 //!
-//! An order is readable once the order consumer materialized it (normally within a second of
-//! the `202` of the order route, whose answer already says `PENDING`); the order id is opaque,
-//! so before that the route answers 404.
+//! `GET` reads an order from the commerce table once the order consumer materialized it
+//! (normally within a second of the `202` of the order route); before that, the order id
+//! names its sale, whose Redis keys say who placed it, so its owner reads it as `PENDING`
+//! ([`find_order`]). Paying needs the materialized order.
 
-use super::orders::{Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, valid_id};
+use super::orders::{
+    Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, PendingOrders, find_order,
+    valid_id,
+};
 use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body, path_parameter};
 use crate::ids::UserId;
@@ -42,15 +46,25 @@ async fn own_order(
     }
 }
 
-/// `GET /orders/{orderId}`.
+/// `GET /orders/{orderId}`: the caller's order, materialized or `PENDING`; 404 otherwise.
 #[tracing::instrument(skip_all)]
 pub async fn get_order(
     store: &dyn OrderStore,
+    pending: &dyn PendingOrders,
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     let caller = Caller::from_request(&request)?;
-    let order = own_order(store, &request, &caller.user_id).await?;
-    Ok(json(StatusCode::OK, &order))
+    let order_id = path_parameter(&request, "orderId")?;
+    if !valid_id(&order_id) {
+        return Err(not_found());
+    }
+    match find_order(store, pending, &caller.user_id, &order_id)
+        .await
+        .map_err(store_error)?
+    {
+        Some(order) => Ok(json(StatusCode::OK, &order)),
+        None => Err(not_found()),
+    }
 }
 
 /// `GET /orders?limit=&cursor=`: the caller's orders, newest first.
@@ -130,8 +144,10 @@ mod tests {
     use super::*;
     use crate::consumer::Message;
     use crate::seckill::memory::{
-        MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, due, placed,
     };
+    use crate::seckill::orders::{OrderId, Reservations};
+    use crate::seckill::sale::SaleId;
     use crate::seckill::{order_consumer, payment_timeout};
     use crate::testing::{api_request, claims_of};
     use serde_json::Value;
@@ -173,8 +189,17 @@ mod tests {
     }
 
     async fn get(store: &MemoryOrders, user: &str, order: &str) -> (u16, Value) {
+        get_with(store, &MemoryReservations::default(), user, order).await
+    }
+
+    async fn get_with(
+        store: &MemoryOrders,
+        pending: &MemoryReservations,
+        user: &str,
+        order: &str,
+    ) -> (u16, Value) {
         let request = with_order(api_request("GET", "/orders/x", "", claims_of(user)), order);
-        answer(get_order(store, request).await)
+        answer(get_order(store, pending, request).await)
     }
 
     async fn pay(store: &MemoryOrders, user: &str, order: &str, body: &str) -> (u16, Value) {
@@ -198,6 +223,61 @@ mod tests {
             assert_eq!(status, 404, "{user} {id}");
             assert_eq!(body["error"]["code"], "NOT_FOUND");
         }
+    }
+
+    #[tokio::test]
+    async fn an_admitted_order_reads_as_pending_to_its_owner_only_until_materialized() {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        let redis = MemoryReservations::default();
+        let sale = SaleId::parse(S1).unwrap();
+        let [mine, released, foreign_sale] =
+            [S1, S1, S2].map(|s| OrderId::generate(&SaleId::parse(s).unwrap()).to_string());
+        redis.reserve(S1, &mine, "alice");
+        redis.reserve(S1, &released, "alice");
+        assert!(redis.release(S1, &released, None).await.unwrap());
+
+        let (status, body) = get_with(&store, &redis, "alice", &mine).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body,
+            serde_json::json!({"orderId": mine, "saleId": sale, "status": "PENDING"})
+        );
+        // Someone else's, a released one, an unknown one (also of a sale Redis does not know),
+        // an id of another form: all the same 404.
+        let unknown = OrderId::generate(&sale).to_string();
+        for (user, id) in [
+            ("eve", mine.as_str()),
+            ("alice", released.as_str()),
+            ("alice", unknown.as_str()),
+            ("alice", foreign_sale.as_str()),
+            ("alice", "o1"),
+            ("alice", "a#b"),
+        ] {
+            let (status, body) = get_with(&store, &redis, user, id).await;
+            assert_eq!(status, 404, "{user} {id}");
+            assert_eq!(body["error"]["code"], "NOT_FOUND");
+        }
+
+        // Materialized: its stored status, from DynamoDB (even while Redis still knows it).
+        let deps = order_consumer::OrderDeps {
+            store: &store,
+            reservations: &redis,
+            payments: &MemoryPayments::default(),
+        };
+        let message = Message {
+            id: "m".to_owned(),
+            body: placed(&mine, S1, "alice"),
+        };
+        assert!(
+            order_consumer::handle_batch(deps, vec![message])
+                .await
+                .is_empty()
+        );
+        let (status, body) = get_with(&store, &redis, "alice", &mine).await;
+        assert_eq!((status, body["status"].as_str()), (200, Some("CONFIRMED")));
+        assert_eq!(body["priceCents"], 990);
+        assert_eq!(get_with(&store, &redis, "eve", &mine).await.0, 404);
     }
 
     #[tokio::test]

@@ -4,7 +4,8 @@
 //! Lifecycle: the order route reserves a unit in Redis and answers `PENDING`; the order
 //! consumer materializes it as `CONFIRMED` (or `REJECTED` when DynamoDB's stock, the final
 //! guard, is exhausted); the buyer pays it (`PAID`) or the payment window ends it
-//! (`CANCELLED`, the unit goes back to both stores).
+//! (`CANCELLED`, the unit goes back to both stores). While it is `PENDING`, its owner reads
+//! it from Redis ([`PendingOrders`]): the order id names its sale ([`OrderId`]).
 
 use super::keys::{ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue};
 use super::sale::SaleId;
@@ -113,6 +114,59 @@ pub fn valid_id(raw: &str) -> bool {
         && raw
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// An order id as the order route mints it: `<saleId>.<uuid v7, simple form>`, so that the
+/// order names its sale (whose Redis keys say who placed it while it is not materialized).
+/// A sale id is a hyphenated lowercase UUID (hex digits and `-`), so the `.` cannot occur in
+/// it; the whole (69 characters) is a [`valid_id`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderId {
+    raw: String,
+    sale_id: SaleId,
+}
+
+/// Why a string is not an order id of the form [`OrderId`] mints.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("an order id is <saleId>.<uuid>")]
+pub struct InvalidOrderId;
+
+impl OrderId {
+    /// A new, time-ordered id of an order of `sale_id`.
+    pub fn generate(sale_id: &SaleId) -> Self {
+        Self {
+            raw: format!("{sale_id}.{}", uuid::Uuid::now_v7().simple()),
+            sale_id: sale_id.clone(),
+        }
+    }
+
+    /// Only the canonical form [`Self::generate`] produces: one id, one spelling.
+    pub fn parse(raw: &str) -> Result<Self, InvalidOrderId> {
+        let (sale, rest) = raw.split_once('.').ok_or(InvalidOrderId)?;
+        let sale_id = SaleId::parse(sale).map_err(|_| InvalidOrderId)?;
+        let rest_id = uuid::Uuid::try_parse(rest).map_err(|_| InvalidOrderId)?;
+        if sale_id.as_str() != sale || rest_id.simple().to_string() != rest {
+            return Err(InvalidOrderId);
+        }
+        Ok(Self {
+            raw: raw.to_owned(),
+            sale_id,
+        })
+    }
+
+    pub fn sale_id(&self) -> &SaleId {
+        &self.sale_id
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+}
+
+impl std::fmt::Display for OrderId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.raw)
+    }
 }
 
 impl TryFrom<OrderPlaced> for NewOrder {
@@ -279,6 +333,76 @@ pub trait Reservations: Send + Sync {
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>>;
 }
 
+/// An order the admission script admitted, as Redis knows it (the sale's `orders` hash and
+/// `released` set).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdmittedOrder {
+    /// Who placed it.
+    pub user_id: String,
+    /// Its unit was given back (a failed send, the reconciliation, a rejection, a
+    /// cancellation): it will never be, or no longer is, pending.
+    pub released: bool,
+}
+
+/// The orders admitted in Redis, for reading an order before it is materialized.
+#[async_trait]
+pub trait PendingOrders: Send + Sync {
+    /// The admitted order `order_id` of the sale, in one round trip; `None` when the script
+    /// never admitted it (or Redis lost the sale).
+    async fn admitted(
+        &self,
+        sale_id: &SaleId,
+        order_id: &str,
+    ) -> anyhow::Result<Option<AdmittedOrder>>;
+}
+
+/// An order as its owner reads it: from the commerce table once materialized, else `PENDING`
+/// from Redis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum OrderView {
+    Materialized(Order),
+    Pending(PendingOrder),
+}
+
+/// An order admitted but not materialized yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingOrder {
+    pub order_id: String,
+    pub sale_id: String,
+    /// Always `PENDING`.
+    pub status: &'static str,
+}
+
+/// The `caller`'s order `order_id`: DynamoDB first; if absent and the id names a sale, one
+/// Redis round trip: `PENDING` when the caller placed it and its unit was not given back.
+/// `None` for anyone else's order, an unknown or released one (nothing tells them apart).
+pub async fn find_order(
+    store: &dyn OrderStore,
+    pending: &dyn PendingOrders,
+    caller: &UserId,
+    order_id: &str,
+) -> Result<Option<OrderView>, OrderStoreError> {
+    if let Some(order) = store.order(order_id).await? {
+        return Ok((order.user_id == *caller).then_some(OrderView::Materialized(order)));
+    }
+    let Ok(id) = OrderId::parse(order_id) else {
+        return Ok(None);
+    };
+    let admitted = pending.admitted(id.sale_id(), id.as_str()).await?;
+    Ok(match admitted {
+        Some(admitted) if admitted.user_id == caller.as_str() && !admitted.released => {
+            Some(OrderView::Pending(PendingOrder {
+                order_id: id.as_str().to_owned(),
+                sale_id: id.sale_id().as_str().to_owned(),
+                status: "PENDING",
+            }))
+        }
+        _ => None,
+    })
+}
+
 /// Where `PaymentDue` events go (a delay queue: they arrive when the payment window ends).
 #[async_trait]
 pub trait PaymentDueSink: Send + Sync {
@@ -308,6 +432,36 @@ mod tests {
         let due = due.as_str();
         assert!(parse_order_placed(due).is_err());
         assert_eq!(parse_payment_due(due).unwrap().order_id, "o1");
+    }
+
+    #[test]
+    fn an_order_id_names_its_sale_in_one_spelling_only() {
+        let sale = SaleId::parse(S1).unwrap();
+        let id = OrderId::generate(&sale);
+        assert!(valid_id(id.as_str()), "{id}");
+        let parsed = OrderId::parse(id.as_str()).unwrap();
+        assert_eq!(parsed, id);
+        assert_eq!(parsed.sale_id(), &sale);
+        let rest = id.as_str().split_once('.').unwrap().1.to_owned();
+        let upper = format!("{}.{rest}", S1.to_uppercase());
+        let hyphenated = format!(
+            "{S1}.{}",
+            uuid::Uuid::try_parse(&rest).unwrap().hyphenated()
+        );
+        let bad: [&str; 9] = [
+            "",
+            "o1",
+            S1,
+            &format!("{S1}."),
+            &format!("{S1}.nope"),
+            &format!("{S1}.{rest}.x"),
+            &format!("s1.{rest}"),
+            &upper,
+            &hyphenated,
+        ];
+        for bad in bad {
+            assert_eq!(OrderId::parse(bad), Err(InvalidOrderId), "{bad}");
+        }
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl Admission for RedisSales {
             .key(&keys.bought)
             .key(&keys.pending)
             .key(&rate)
+            .key(&keys.orders)
             .arg(r.user_id.as_str())
             .arg(&r.order_id)
             .arg(r.now_ms)

@@ -1,11 +1,12 @@
 //! Redis adapter of [`Reservations`]: the order path's side of a sale's keys (key design in
 //! [`super::keys`]). Releasing goes through the admission's `release.lua` (via
 //! [`RedisSales`]), so that a unit is given back once, whoever releases it; the consumer's
-//! `claim.lua` (contract at its top) makes a release and a confirmation exclusive.
+//! `claim.lua` (contract at its top) makes a release and a confirmation exclusive. Also the
+//! Redis adapter of [`PendingOrders`]: an admitted order's owner, for `GET /orders/{orderId}`.
 
 use super::admission::Admission;
 use super::keys::SaleKeys;
-use super::orders::{PendingReservation, Reservations};
+use super::orders::{AdmittedOrder, PendingOrders, PendingReservation, Reservations};
 use super::redis_store::RedisSales;
 use super::sale::SaleId;
 use crate::cloud::RedisSetupError;
@@ -49,6 +50,12 @@ impl RedisReservations {
             claim: LuaScript::new("claim", CLAIM),
             connection,
         }
+    }
+
+    /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) without loading
+    /// the scripts: enough for [`PendingOrders`], which only reads.
+    pub async fn reader_from_env(env: &Env, config: &SdkConfig) -> Result<Self, RedisSetupError> {
+        Ok(Self::new(crate::cloud::redis_from_env(env, config).await?))
     }
 
     /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) and loads the
@@ -157,5 +164,25 @@ impl Reservations for RedisReservations {
             .get(&keys.stock)
             .await
             .context("failed to read the Redis stock")
+    }
+}
+
+#[async_trait]
+impl PendingOrders for RedisReservations {
+    #[tracing::instrument(skip(self))]
+    async fn admitted(
+        &self,
+        sale_id: &SaleId,
+        order_id: &str,
+    ) -> anyhow::Result<Option<AdmittedOrder>> {
+        let keys = SaleKeys::new(sale_id.as_str());
+        let mut connection = self.connection.clone();
+        let (owner, released): (Option<String>, bool) = redis::pipe()
+            .hget(&keys.orders, order_id)
+            .sismember(&keys.released, order_id)
+            .query_async(&mut connection)
+            .await
+            .context("failed to read an admitted order")?;
+        Ok(owner.map(|user_id| AdmittedOrder { user_id, released }))
     }
 }

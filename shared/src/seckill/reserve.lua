@@ -5,12 +5,14 @@
 -- KEYS[3] sale:{id}:bought     hash userId -> units the user holds
 -- KEYS[4] sale:{id}:pending    hash orderId -> "userId:reservedAtMs"
 -- KEYS[5] sale:{id}:rate:<u>   integer: the user's attempts in the current one-second window
+-- KEYS[6] sale:{id}:orders     hash orderId -> userId: every admitted order's owner (never removed)
 -- ARGV[1] userId
 -- ARGV[2] orderId (fresh, unique)
 -- ARGV[3] now, epoch milliseconds (the caller's clock: Lua's time is not replicated)
 -- ARGV[4] attempts allowed per user per second
 --
--- Returns {status, priceCents}: status is OK (one unit reserved for orderId) or, with
+-- Returns {status, priceCents}: status is OK (one unit reserved for orderId, its owner
+-- recorded in `orders`, so that the order reads as PENDING until it is materialized) or, with
 -- nothing reserved, UNKNOWN_SALE, NOT_STARTED, ENDED, RATE_LIMITED, LIMIT_REACHED or
 -- SOLD_OUT. Checks run in that order; only an attempt inside the window counts against the
 -- rate limit.
@@ -47,4 +49,5 @@ end
 redis.call('DECR', KEYS[2])
 redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3])
+redis.call('HSET', KEYS[6], ARGV[2], ARGV[1])
 return {'OK', sale[4]}

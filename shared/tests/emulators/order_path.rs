@@ -1,6 +1,7 @@
 //! The order path's adapters against moto and redis-server: orders materialized once with one
 //! stock write per batch, DynamoDB's stock as the final guard, payment timeouts that give a
-//! unit back to both stores once, and the reconciliation of orphaned reservations.
+//! unit back to both stores once, the reconciliation of orphaned reservations, and an order
+//! read by its owner as PENDING, then as materialized.
 
 use crate::support::{clients, create_social_table, redis, unique};
 use app::cloud::Clients;
@@ -11,7 +12,9 @@ use app::queue::Queue;
 use app::seckill::keys::{ORDER_SK, SALE_SK, SaleKeys, order_pk, sale_pk};
 use app::seckill::order_consumer::{self, OrderDeps};
 use app::seckill::order_store::{DynamoOrderStore, SqsPaymentDueSink};
-use app::seckill::orders::{OrderStore, PaymentMethod, Reservations};
+use app::seckill::orders::{
+    OrderId, OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
+};
 use app::seckill::reservations::RedisReservations;
 use app::seckill::sale::SaleId;
 use app::seckill::{payment_timeout, reconcile};
@@ -85,7 +88,7 @@ impl World {
         }
     }
 
-    /// What the admission script does for one order.
+    /// What the admission script does for one order (`reserve.lua`).
     async fn reserve(&self, order: &str, user: &str, at_ms: i64) {
         let keys = SaleKeys::new(&self.sale);
         let mut redis = self.redis.clone();
@@ -96,6 +99,8 @@ impl World {
             .hincr(&keys.bought, user, 1)
             .ignore()
             .hset(&keys.pending, order, format!("{user}:{at_ms}"))
+            .ignore()
+            .hset(&keys.orders, order, user)
             .ignore()
             .query_async(&mut redis)
             .await
@@ -231,6 +236,48 @@ async fn a_batch_applied_twice_yields_one_order_and_one_decrement() {
         .unwrap();
     assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].order_id, "o1");
+}
+
+#[tokio::test]
+async fn an_order_reads_as_pending_to_its_owner_then_as_materialized() {
+    let world = World::new(10, 10).await;
+    let order = OrderId::generate(&SaleId::parse(&world.sale).unwrap()).to_string();
+    world.reserve(&order, "alice", 0).await;
+    let alice = UserId::parse("alice").unwrap();
+    let bob = UserId::parse("bob").unwrap();
+    let read = |user: &UserId| {
+        let (world, user, order) = (&world, user.clone(), order.clone());
+        async move {
+            find_order(&world.store, &world.reservations, &user, &order)
+                .await
+                .unwrap()
+        }
+    };
+    match read(&alice).await {
+        Some(OrderView::Pending(pending)) => {
+            assert_eq!(
+                (pending.sale_id.as_str(), pending.status),
+                (world.sale.as_str(), "PENDING")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(read(&bob).await, None);
+
+    let bodies = [world.placed(&order, "alice")];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    match read(&alice).await {
+        Some(OrderView::Materialized(stored)) => {
+            assert_eq!(stored.status, OrderStatus::Confirmed);
+            assert_eq!(stored.order_id, order);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(read(&bob).await, None);
 }
 
 #[tokio::test]

@@ -1,12 +1,16 @@
 //! The flash sale against the real stores: admission by the Lua scripts in `redis-server`,
-//! the preheated detail, and the sale item's create/publish round trip in moto's DynamoDB.
-//! Every test makes its own sale id, so their keys never collide.
+//! the preheated detail, the sale item's create/publish round trip in moto's DynamoDB, and an
+//! admitted order read back as PENDING by its owner only. Every test makes its own sale id, so
+//! their keys never collide.
 
-use crate::support::{clients, create_table, redis};
+use crate::support::{clients, create_social_table, create_table, redis};
 use app::ids::UserId;
 use app::seckill::admission::{Admission, Reservation, Verdict};
 use app::seckill::keys::SaleKeys;
+use app::seckill::order_store::DynamoOrderStore;
+use app::seckill::orders::{OrderId, OrderView, PendingOrder, find_order};
 use app::seckill::redis_store::RedisSales;
+use app::seckill::reservations::RedisReservations;
 use app::seckill::sale::{
     Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleId, SaleStore, epoch_ms,
 };
@@ -42,7 +46,7 @@ fn attempt(sale: &Sale, user: &str, rate: u32) -> Reservation {
     Reservation {
         sale_id: sale.id.clone(),
         user_id: UserId::parse(user).unwrap(),
-        order_id: uuid::Uuid::now_v7().to_string(),
+        order_id: OrderId::generate(&sale.id).to_string(),
         now_ms: epoch_ms(OffsetDateTime::now_utc()),
         rate_limit_per_second: rate,
     }
@@ -57,6 +61,7 @@ async fn cleanup(sale: &Sale, users: &[&str]) {
         keys.bought,
         keys.pending,
         keys.released,
+        keys.orders,
     ];
     all.extend(
         users
@@ -108,6 +113,8 @@ async fn ten_thousand_concurrent_attempts_admit_exactly_the_stock() {
     assert!(bought.values().all(|n| *n <= 2));
     let pending: u32 = connection.hlen(&keys.pending).await.unwrap();
     assert_eq!(pending, 100);
+    let owners: HashMap<String, String> = connection.hgetall(&keys.orders).await.unwrap();
+    assert_eq!(owners.len(), 100);
     let users: Vec<String> = (0..2_000).map(|i| format!("user-{i}")).collect();
     let users: Vec<&str> = users.iter().map(String::as_str).collect();
     cleanup(&sale, &users).await;
@@ -220,6 +227,50 @@ async fn a_reservation_is_released_once_even_if_released_twice() {
     );
     let stock: i64 = connection.get(&keys.stock).await.unwrap();
     assert_eq!(stock, 1);
+    cleanup(&sale, &["ann"]).await;
+}
+
+#[tokio::test]
+async fn an_admitted_order_reads_as_pending_to_its_owner_only() {
+    let (sales, sale) = preheated(2, 1).await;
+    let clients = clients().await;
+    let table = create_social_table(&clients).await;
+    let store = DynamoOrderStore::new(clients.dynamodb.clone(), &table);
+    let pending = RedisReservations::new(redis().await);
+    let ann = UserId::parse("ann").unwrap();
+    let eve = UserId::parse("eve").unwrap();
+
+    let reservation = attempt(&sale, "ann", 100);
+    assert!(matches!(
+        sales.reserve(&reservation).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    let order = reservation.order_id.as_str();
+    let keys = SaleKeys::new(sale.id.as_str());
+    let mut connection = redis().await;
+    let owner: String = connection.hget(&keys.orders, order).await.unwrap();
+    assert_eq!(owner, "ann");
+
+    let read = |user: &UserId, order: &str| {
+        let (store, pending, user, order) = (&store, &pending, user.clone(), order.to_owned());
+        async move { find_order(store, pending, &user, &order).await.unwrap() }
+    };
+    assert_eq!(
+        read(&ann, order).await,
+        Some(OrderView::Pending(PendingOrder {
+            order_id: order.to_owned(),
+            sale_id: sale.id.as_str().to_owned(),
+            status: "PENDING",
+        }))
+    );
+    assert_eq!(read(&eve, order).await, None);
+    let unknown = OrderId::generate(&sale.id);
+    assert_eq!(read(&ann, unknown.as_str()).await, None);
+    assert_eq!(read(&ann, "not-an-order-id").await, None);
+
+    // Given back (e.g. the event could not be sent): no longer anyone's order.
+    assert!(sales.release(&sale.id, order, None).await.unwrap());
+    assert_eq!(read(&ann, order).await, None);
     cleanup(&sale, &["ann"]).await;
 }
 
