@@ -5,11 +5,12 @@
 //! label each item with a value of their own type (usually a small enum), so that a failed
 //! condition comes back as that label: "the edge already exists", not "item 1 failed".
 
+use crate::cursor::Cursor;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 
 /// DynamoDB refuses transactions of more items than this.
@@ -160,4 +161,19 @@ pub fn get_n<T: std::str::FromStr>(
             name,
             expected: "number",
         })
+}
+
+/// The cursor of the next page: a query's `LastEvaluatedKey`, whose attributes are all
+/// strings in the `pk`/`sk`/`gsi*` key layout of every table here.
+pub fn cursor_of(last: &HashMap<String, AttributeValue>) -> anyhow::Result<Cursor> {
+    let attributes = last
+        .iter()
+        .map(|(name, value)| match value {
+            AttributeValue::S(text) => Ok((name.clone(), text.clone())),
+            _ => Err(anyhow::anyhow!(
+                "LastEvaluatedKey attribute {name} is not a string"
+            )),
+        })
+        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    Ok(Cursor::new(attributes))
 }

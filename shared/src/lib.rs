@@ -8,6 +8,7 @@
 //! - [`telemetry`]: logging, JSON in Lambda.
 //! - [`auth`]: who is calling, from the JWT authorizer's verified claims.
 //! - [`http`]: JSON in and out, and the error body and status of every route.
+//! - [`cursor`]: page size and the opaque cursor of every list.
 //! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
 //!   Redis Lua scripts.
 //! - [`consumer`]: the SQS batch plumbing of every queue consumer (partial batch failures).
@@ -26,6 +27,7 @@ pub mod clock;
 pub mod cloud;
 pub mod config;
 pub mod consumer;
+pub mod cursor;
 pub mod dynamo;
 pub mod events;
 pub mod http;

@@ -9,7 +9,7 @@ use super::orders::{
     PaymentMethod, PublishedSale,
 };
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{TransactError, Transaction, get_n, get_s, key, n, s};
+use crate::dynamo::{TransactError, Transaction, cursor_of, get_n, get_s, key, n, s};
 use crate::events::Envelope;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The index of a user's orders, newest first.
 const USER_ORDERS_INDEX: &str = "gsi1";
@@ -259,13 +259,7 @@ impl OrderStore for DynamoOrderStore {
             .iter()
             .map(order_from_item)
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let next = output.last_evaluated_key().map(|last| {
-            Cursor::new(
-                last.iter()
-                    .filter_map(|(name, value)| Some((name.clone(), value.as_s().ok()?.clone())))
-                    .collect::<BTreeMap<_, _>>(),
-            )
-        });
+        let next = output.last_evaluated_key().map(cursor_of).transpose()?;
         Ok(OrderPage { items, next })
     }
 

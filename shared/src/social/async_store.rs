@@ -17,7 +17,7 @@ use super::notifications::{
 };
 use super::relay::{EventSink, SendFailed};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{TransactError, Transaction, get_n, get_s, key, n, s};
+use crate::dynamo::{TransactError, Transaction, cursor_of, get_n, get_s, key, n, s};
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use anyhow::Context;
@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long an applied marker is kept: far longer than a message can live in a queue.
@@ -275,13 +275,7 @@ impl NotificationStore for DynamoDerivedStore {
             .iter()
             .map(notification_from_item)
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let next = output.last_evaluated_key().map(|last| {
-            Cursor::new(
-                last.iter()
-                    .filter_map(|(name, value)| Some((name.clone(), value.as_s().ok()?.clone())))
-                    .collect::<BTreeMap<_, _>>(),
-            )
-        });
+        let next = output.last_evaluated_key().map(cursor_of).transpose()?;
         Ok(Page { items, next })
     }
 

@@ -16,14 +16,14 @@ use super::keys::{
 };
 use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
-use crate::dynamo::{TransactError, Transaction, get_s, key, n, s};
+use crate::dynamo::{TransactError, Transaction, cursor_of, get_s, key, n, s};
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The items of a follow or unfollow transaction, named so that a failure says which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,7 +248,8 @@ impl GraphStore for DynamoSocialStore {
         let next = output
             .last_evaluated_key
             .map(|last| cursor_of(&last))
-            .transpose()?;
+            .transpose()
+            .map_err(StoreError)?;
         Ok(EdgePage { entries, next })
     }
 }
@@ -328,19 +329,6 @@ impl ListIndex {
 fn parse_id(raw: Option<&str>) -> Result<UserId, InvalidCursor> {
     raw.and_then(|raw| UserId::parse(raw).ok())
         .ok_or(InvalidCursor)
-}
-
-fn cursor_of(last: &Attributes) -> Result<Cursor, StoreError> {
-    let attributes = last
-        .iter()
-        .map(|(name, value)| match value {
-            AttributeValue::S(text) => Ok((name.clone(), text.clone())),
-            _ => Err(anyhow::anyhow!(
-                "LastEvaluatedKey attribute {name} is not a string"
-            )),
-        })
-        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-    Ok(Cursor::new(attributes))
 }
 
 #[cfg(test)]

@@ -2,14 +2,13 @@
 //!
 //! - [`profile`]: the domain: profiles, validation and the store port.
 //! - [`follow`]: the domain of following: follow, unfollow and the lists, the graph port.
-//! - [`cursor`]: page size and the opaque cursor of the lists.
 //! - [`keys`]: the social table's key design.
 //! - [`store`]: the DynamoDB adapter of the ports.
 //! - [`graph_store`]: the DynamoDB adapter of the graph port: transactions and index queries.
 //! - [`handlers`]: the HTTP entry points, translating requests to domain calls.
 
 pub mod async_store;
-pub mod cursor;
+pub use crate::cursor;
 pub mod follow;
 pub mod follower_count;
 pub mod graph_store;

@@ -1,4 +1,5 @@
-//! Paging of the follower and following lists: the page size and the opaque cursor.
+//! Paging of every list (followers, following, notifications, orders): the page size and
+//! the opaque cursor.
 //!
 //! A cursor is the base64url (no padding) of the page's `LastEvaluatedKey` as a JSON object of
 //! string attributes. Clients must treat it as opaque; the store checks that a cursor fits the
