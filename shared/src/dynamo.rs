@@ -9,7 +9,8 @@ use crate::cursor::Cursor;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::builders::UpdateBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 
@@ -176,4 +177,24 @@ pub fn cursor_of(last: &HashMap<String, AttributeValue>) -> anyhow::Result<Curso
         })
         .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
     Ok(Cursor::new(attributes))
+}
+
+/// A transaction item that creates `item` in `table` only if no item has its key.
+pub fn put_if_absent(table: &str, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(pk)")
+        .build()
+        .expect("table and item are set");
+    TransactWriteItem::builder().put(put).build()
+}
+
+/// A transaction item of an update (key and expression already set) on `table`.
+pub fn update_in(table: &str, update: UpdateBuilder) -> TransactWriteItem {
+    let update = update
+        .table_name(table)
+        .build()
+        .expect("table, key and expression are set");
+    TransactWriteItem::builder().update(update).build()
 }

@@ -9,7 +9,9 @@ use super::orders::{
     PaymentMethod, PublishedSale,
 };
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{TransactError, Transaction, cursor_of, get_n, get_s, key, n, s};
+use crate::dynamo::{
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, update_in,
+};
 use crate::events::Envelope;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
@@ -19,7 +21,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The index of a user's orders, newest first.
@@ -81,24 +83,7 @@ impl DynamoOrderStore {
                 s(user_orders_sk(&order.created_at, &order.order_id)),
             ),
         ]);
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .expect("table and item are set");
-        TransactWriteItem::builder().put(put).build()
-    }
-
-    fn update(
-        &self,
-        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
-    ) -> TransactWriteItem {
-        let update = update
-            .table_name(&self.table)
-            .build()
-            .expect("table, key and expression are set");
-        TransactWriteItem::builder().update(update).build()
+        put_if_absent(&self.table, item)
     }
 }
 
@@ -141,7 +126,7 @@ impl OrderStore for DynamoOrderStore {
             .update_expression("SET stockRemaining = stockRemaining - :n")
             .condition_expression("stockRemaining >= :n")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Aggregate, self.update(update));
+        transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
         transaction.commit(&self.client).await.map_err(rejected)
     }
 
@@ -170,14 +155,14 @@ impl OrderStore for DynamoOrderStore {
                 .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
                 .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
                 .expression_attribute_values(":now", s(&now));
-            transaction = transaction.push(Label::Unit(index), self.update(update));
+            transaction = transaction.push(Label::Unit(index), update_in(&self.table, update));
         }
         let update = Update::builder()
             .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
             .update_expression("SET stockRemaining = stockRemaining + :n")
             .condition_expression("attribute_exists(stockRemaining)")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Aggregate, self.update(update));
+        transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
         transaction.commit(&self.client).await.map_err(rejected)
     }
 

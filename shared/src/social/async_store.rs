@@ -17,13 +17,15 @@ use super::notifications::{
 };
 use super::relay::{EventSink, SendFailed};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{TransactError, Transaction, cursor_of, get_n, get_s, key, n, s};
+use crate::dynamo::{
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, update_in,
+};
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Update};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -77,27 +79,6 @@ impl DynamoDerivedStore {
         Ok(Self::new(client, env.required("SOCIAL_TABLE")?))
     }
 
-    fn put_if_absent(&self, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .expect("table and item are set");
-        TransactWriteItem::builder().put(put).build()
-    }
-
-    fn update(
-        &self,
-        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
-    ) -> TransactWriteItem {
-        let update = update
-            .table_name(&self.table)
-            .build()
-            .expect("table, key and expression are set");
-        TransactWriteItem::builder().update(update).build()
-    }
-
     fn unread_update(
         &self,
         user: &UserId,
@@ -135,7 +116,7 @@ impl FollowerCountStore for DynamoDerivedStore {
         for (index, unit) in units.iter().enumerate() {
             let mut item = key(applied_pk(CONSUMER, &unit.marker), APPLIED_SK);
             item.insert("expiresAt".to_owned(), n(expires_at));
-            transaction = transaction.push(Label::Unit(index), self.put_if_absent(item));
+            transaction = transaction.push(Label::Unit(index), put_if_absent(&self.table, item));
         }
         let delta: i64 = units.iter().map(|unit| unit.payload).sum();
         if delta != 0 {
@@ -151,7 +132,7 @@ impl FollowerCountStore for DynamoDerivedStore {
             } else {
                 update.condition_expression("attribute_exists(pk)")
             };
-            transaction = transaction.push(Label::Aggregate, self.update(update));
+            transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
         }
         transaction.commit(&self.client).await.map_err(rejected)
     }
@@ -168,7 +149,7 @@ impl NotificationStore for DynamoDerivedStore {
         let mut transaction = Transaction::new();
         for (index, unit) in units.iter().enumerate() {
             let marker = key(&unit.marker, NOTIFICATION_KEY_SK);
-            transaction = transaction.push(Label::Unit(index), self.put_if_absent(marker));
+            transaction = transaction.push(Label::Unit(index), put_if_absent(&self.table, marker));
             let id = &unit.payload.notification_id;
             let mut item = key(
                 notifications_pk(recipient),
@@ -183,12 +164,12 @@ impl NotificationStore for DynamoDerivedStore {
                 ("createdAt".to_owned(), s(id.created_at())),
                 ("read".to_owned(), AttributeValue::Bool(false)),
             ]);
-            transaction = transaction.push(Label::Other, self.put_if_absent(item));
+            transaction = transaction.push(Label::Other, put_if_absent(&self.table, item));
         }
         let update = self
             .unread_update(recipient, "ADD unreadCount :n")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Other, self.update(update));
+        transaction = transaction.push(Label::Other, update_in(&self.table, update));
         transaction.commit(&self.client).await.map_err(rejected)
     }
 
@@ -212,7 +193,7 @@ impl NotificationStore for DynamoDerivedStore {
                     .expression_attribute_names("#read", "read")
                     .expression_attribute_values(":true", AttributeValue::Bool(true))
                     .expression_attribute_values(":false", AttributeValue::Bool(false));
-                transaction = transaction.push(Label::Unit(index), self.update(update));
+                transaction = transaction.push(Label::Unit(index), update_in(&self.table, update));
             }
             let update = if clamp {
                 self.unread_update(recipient, "SET unreadCount = :zero")
@@ -222,7 +203,7 @@ impl NotificationStore for DynamoDerivedStore {
                     .condition_expression("unreadCount >= :n")
                     .expression_attribute_values(":n", n(units.len()))
             };
-            transaction.push(Label::Aggregate, self.update(update))
+            transaction.push(Label::Aggregate, update_in(&self.table, update))
         };
         match marks(false).commit(&self.client).await.map_err(rejected) {
             // The count is short of what is unread (it never should be): never below zero.
