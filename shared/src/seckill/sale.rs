@@ -91,6 +91,8 @@ pub enum InvalidSale {
     AlreadyEnded,
     #[error("startsAt must be at most a year ahead")]
     TooFarAhead,
+    #[error("a sale lasts at most a year: endsAt must be at most 365 days after startsAt")]
+    WindowTooLong,
 }
 
 fn parse_time(raw: &str, field: &'static str) -> Result<OffsetDateTime, InvalidSale> {
@@ -140,6 +142,10 @@ impl NewSale {
         }
         if starts_at > now + Duration::days(365) {
             return Err(InvalidSale::TooFarAhead);
+        }
+        // Bounds how far in the past a sale that is still open may start, too.
+        if ends_at - starts_at > Duration::days(365) {
+            return Err(InvalidSale::WindowTooLong);
         }
         // The ranges above make these conversions lossless.
         Ok(Self {
@@ -485,6 +491,25 @@ mod tests {
                     d.ends_at = "2027-12-01T11:00:00Z".into();
                 }),
                 InvalidSale::TooFarAhead,
+            ),
+            (
+                Box::new(|d| d.ends_at = "9999-12-31T23:59:59Z".into()),
+                InvalidSale::WindowTooLong,
+            ),
+            (
+                Box::new(|d| d.starts_at = "0001-01-01T00:00:00Z".into()),
+                InvalidSale::WindowTooLong,
+            ),
+            (
+                Box::new(|d| {
+                    d.starts_at = "1970-01-01T00:00:00Z".into();
+                    d.ends_at = "1970-01-02T00:00:00Z".into();
+                }),
+                InvalidSale::AlreadyEnded,
+            ),
+            (
+                Box::new(|d| d.ends_at = "+10000-01-01T00:00:00Z".into()),
+                InvalidSale::Time("endsAt"),
             ),
         ];
         for (change, expected) in cases {
