@@ -1,0 +1,7 @@
+//! Contract tests of the repository's documents, no emulator needed: `openapi.yaml` describes
+//! exactly the routes that `template.yaml` serves, with the same authorizers, and every
+//! function's IAM policy grants only what its code uses.
+
+mod openapi;
+mod policies;
+mod support;

@@ -1,0 +1,465 @@
+//! Least privilege: every function's `Policies` in `template.yaml` grant exactly the actions,
+//! on exactly the resources, that its code uses, and no wildcard.
+//!
+//! [`EXPECTED`] is the list to keep in step with the code: when a handler starts making a new
+//! SDK call, add the action here and to the template in the same change. The test also checks
+//! that each action listed is one the shared library really makes a call for, so the list
+//! cannot drift into granting what no code does.
+//!
+//! What SAM attaches by itself is not in `Policies` and not checked here: the basic execution
+//! role (logs), `AWSXrayWriteOnlyAccess` for `Tracing: Active`, and
+//! `AWSLambdaVPCAccessExecutionRole` for functions with `VpcConfig` (network interfaces, whose
+//! actions only work on `*`).
+
+use crate::support::{entries, root, yaml};
+use serde_yaml::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+const SOCIAL: &str = "SocialTable.Arn";
+const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
+const COMMERCE: &str = "CommerceTable.Arn";
+const CACHE: &str = "arn:${AWS::Partition}:elasticache:${AWS::Region}:${AWS::AccountId}:replicationgroup:${RedisCache}";
+
+/// What Lambda's SQS event source polls with, using the function's role.
+const SQS_POLLER: [&str; 3] = [
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+];
+/// What Lambda's DynamoDB Streams event source reads with, using the function's role.
+const STREAM_POLLER: [&str; 4] = [
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+];
+/// A resource and the actions on it.
+type Grant = (&'static str, &'static [&'static str]);
+
+/// Finds the cache's endpoint at cold start (`REDIS_CACHE_NAME`).
+const FIND_CACHE: Grant = (CACHE, &["elasticache:DescribeReplicationGroups"]);
+
+/// Per function: resource (as written: `!GetAtt X.Y` as `X.Y`, `!Sub` as its text) -> actions.
+/// Each line says which calls of the code need it.
+const EXPECTED: &[(&str, &[Grant])] = &[
+    // upsert_profile: one UpdateItem that returns the profile.
+    ("PutProfileFunction", &[(SOCIAL, &["dynamodb:UpdateItem"])]),
+    // get_profile.
+    ("GetUserFunction", &[(SOCIAL, &["dynamodb:GetItem"])]),
+    // follow: a transaction of ConditionCheck (target), Put (edge, outbox), Update (counter);
+    // GetItem (followed_at, get_profile) to explain a refused transaction.
+    (
+        "FollowFunction",
+        &[(
+            SOCIAL,
+            &[
+                "dynamodb:ConditionCheckItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:GetItem",
+            ],
+        )],
+    ),
+    // unfollow: a transaction of Delete (edge), Update (counter), Put (outbox).
+    (
+        "UnfollowFunction",
+        &[(
+            SOCIAL,
+            &[
+                "dynamodb:DeleteItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:PutItem",
+            ],
+        )],
+    ),
+    // get_profile (404 for an unknown user), display_names (BatchGetItem), list_edges (Query).
+    (
+        "ListFollowersFunction",
+        &[
+            (SOCIAL, &["dynamodb:GetItem", "dynamodb:BatchGetItem"]),
+            ("${SocialTable.Arn}/index/gsi1", &["dynamodb:Query"]),
+        ],
+    ),
+    (
+        "ListFollowingFunction",
+        &[
+            (SOCIAL, &["dynamodb:GetItem", "dynamodb:BatchGetItem"]),
+            ("${SocialTable.Arn}/index/gsi2", &["dynamodb:Query"]),
+        ],
+    ),
+    // The stream's poller; SendMessageBatch (IAM action SendMessage) to both queues; Lambda
+    // sends a batch it gave up on to the OnFailure destination with the function's role.
+    (
+        "OutboxRelayFunction",
+        &[
+            (SOCIAL_STREAM, &STREAM_POLLER),
+            ("NotificationQueue.Arn", &["sqs:SendMessage"]),
+            ("FollowerCountQueue.Arn", &["sqs:SendMessage"]),
+            ("RelayFailureQueue.Arn", &["sqs:SendMessage"]),
+        ],
+    ),
+    // add_follow_notifications: a transaction of conditional Puts and the unread Update.
+    (
+        "NotificationConsumerFunction",
+        &[
+            (SOCIAL, &["dynamodb:PutItem", "dynamodb:UpdateItem"]),
+            ("NotificationQueue.Arn", &SQS_POLLER),
+        ],
+    ),
+    // apply_follower_delta: a transaction of applied-marker Puts and one profile Update.
+    (
+        "FollowerCountConsumerFunction",
+        &[
+            (SOCIAL, &["dynamodb:PutItem", "dynamodb:UpdateItem"]),
+            ("FollowerCountQueue.Arn", &SQS_POLLER),
+        ],
+    ),
+    // page (Query of the caller's partition), unread_count (GetItem).
+    (
+        "ListNotificationsFunction",
+        &[(SOCIAL, &["dynamodb:GetItem", "dynamodb:Query"])],
+    ),
+    // unread_ids (Query), mark_read (transaction of Updates), unread_count (GetItem).
+    (
+        "MarkNotificationsReadFunction",
+        &[(
+            SOCIAL,
+            &["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+        )],
+    ),
+    // create: PutItem of the draft.
+    ("CreateSaleFunction", &[(COMMERCE, &["dynamodb:PutItem"])]),
+    // publish: conditional UpdateItem, GetItem when already published; then Redis.
+    (
+        "PublishSaleFunction",
+        &[
+            FIND_CACHE,
+            (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
+        ],
+    ),
+    // Redis only.
+    ("GetSaleFunction", &[FIND_CACHE]),
+    // EVALSHA in Redis, SendMessage of OrderPlaced.
+    (
+        "PlaceOrderFunction",
+        &[FIND_CACHE, ("OrderQueue.Arn", &["sqs:SendMessage"])],
+    ),
+    // confirm_orders / reject_orders (transactions of Puts and the sale's Update), order and
+    // stock_remaining (GetItem), PaymentDue (SendMessage).
+    (
+        "OrderConsumerFunction",
+        &[
+            FIND_CACHE,
+            (
+                COMMERCE,
+                &[
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:GetItem",
+                ],
+            ),
+            ("OrderTimeoutQueue.Arn", &["sqs:SendMessage"]),
+            ("OrderQueue.Arn", &SQS_POLLER),
+        ],
+    ),
+    // order (GetItem), cancel_orders (transaction of Updates).
+    (
+        "PaymentTimeoutConsumerFunction",
+        &[
+            FIND_CACHE,
+            (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
+            ("OrderTimeoutQueue.Arn", &SQS_POLLER),
+        ],
+    ),
+    // order (GetItem); a PENDING one from Redis.
+    (
+        "GetOrderFunction",
+        &[FIND_CACHE, (COMMERCE, &["dynamodb:GetItem"])],
+    ),
+    // orders_of: Query of the orders index.
+    (
+        "ListOrdersFunction",
+        &[("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"])],
+    ),
+    // order (GetItem), mark_paid (conditional UpdateItem).
+    (
+        "PayOrderFunction",
+        &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
+    ),
+    // published_sales (Scan), order (GetItem).
+    (
+        "ReconcileFunction",
+        &[
+            FIND_CACHE,
+            (COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"]),
+        ],
+    ),
+];
+
+/// Wildcards that are genuinely necessary, as (action, resource); none is today. Actions that
+/// IAM only accepts on `Resource: "*"` belong here if a function ever needs them inline, e.g.
+/// `("xray:PutTraceSegments", "*")` or `("ec2:CreateNetworkInterface", "*")`; SAM attaches
+/// those through managed policies instead (see the module's documentation).
+const ALLOWED_WILDCARDS: &[(&str, &str)] = &[];
+
+/// The SDK call (as it appears in `shared/src`) behind each data-plane action, so that the
+/// expectations above name only actions some code really performs. The pollers' actions are
+/// Lambda's, not ours.
+const CALLS: &[(&str, &[&str])] = &[
+    ("dynamodb:GetItem", &[".get_item()"]),
+    ("dynamodb:PutItem", &[".put_item()", "Put::builder()"]),
+    (
+        "dynamodb:UpdateItem",
+        &[".update_item()", "Update::builder()"],
+    ),
+    (
+        "dynamodb:DeleteItem",
+        &[".delete_item()", "Delete::builder()"],
+    ),
+    (
+        "dynamodb:ConditionCheckItem",
+        &["ConditionCheck::builder()"],
+    ),
+    ("dynamodb:Query", &[".query()"]),
+    ("dynamodb:Scan", &[".scan()"]),
+    ("dynamodb:BatchGetItem", &[".batch_get_item()"]),
+    (
+        "sqs:SendMessage",
+        &[".send_message()", ".send_message_batch()"],
+    ),
+    (
+        "elasticache:DescribeReplicationGroups",
+        &[".describe_replication_groups()"],
+    ),
+];
+
+/// A resource expression as written in the template, in the spelling of [`EXPECTED`].
+fn resource_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            match (tag.trim_start_matches('!'), &tagged.value) {
+                ("GetAtt", Value::String(text)) => text.clone(),
+                ("GetAtt", Value::Sequence(parts)) => parts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("."),
+                ("Sub", Value::String(text)) => text.clone(),
+                ("Ref", Value::String(name)) => format!("Ref {name}"),
+                (other, inner) => panic!("unexpected intrinsic !{other} {inner:?} in a Resource"),
+            }
+        }
+        other => panic!("unexpected Resource {other:?}"),
+    }
+}
+
+fn strings(value: &Value) -> Vec<&Value> {
+    match value {
+        Value::Sequence(items) => items.iter().collect(),
+        other => vec![other],
+    }
+}
+
+type Grants = BTreeMap<String, BTreeSet<String>>;
+
+/// Every function's `Policies`, as resource -> actions; panics on what it cannot vouch for
+/// (a managed policy, a SAM policy template, a Deny, a NotAction).
+fn granted() -> BTreeMap<String, Grants> {
+    let template = yaml("template.yaml");
+    let mut functions = BTreeMap::new();
+    for (name, resource) in entries(&template, "Resources") {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let mut grants = Grants::new();
+        let policies = resource["Properties"]
+            .get("Policies")
+            .map(strings)
+            .unwrap_or_default();
+        for policy in policies {
+            let statements = policy.get("Statement").unwrap_or_else(|| {
+                panic!(
+                    "{name}: {policy:?} is a managed policy or a SAM policy template; write the \
+                     statement it needs instead, so that its actions can be checked"
+                )
+            });
+            for statement in strings(statements) {
+                assert_eq!(statement["Effect"], "Allow", "{name}: {statement:?}");
+                for key in ["NotAction", "NotResource", "Condition"] {
+                    assert!(
+                        statement.get(key).is_none(),
+                        "{name}: {key} in {statement:?}"
+                    );
+                }
+                let actions: Vec<String> = strings(&statement["Action"])
+                    .into_iter()
+                    .map(|a| a.as_str().expect("an action is a string").to_owned())
+                    .collect();
+                for resource in strings(&statement["Resource"]) {
+                    let resource = resource_text(resource);
+                    grants
+                        .entry(resource)
+                        .or_default()
+                        .extend(actions.iter().cloned());
+                }
+            }
+        }
+        functions.insert(name.to_owned(), grants);
+    }
+    functions
+}
+
+fn is_wildcard_action(action: &str) -> bool {
+    action.contains('*') || action.contains('?')
+}
+
+fn is_wildcard_resource(resource: &str) -> bool {
+    // `${AWS::Partition}`-style placeholders are fine; a `*` anywhere is not.
+    resource.contains('*')
+}
+
+#[test]
+fn no_function_is_granted_a_wildcard_action_or_resource() {
+    let mut offences = Vec::new();
+    for (function, grants) in granted() {
+        for (resource, actions) in grants {
+            for action in actions {
+                let wild = is_wildcard_action(&action) || is_wildcard_resource(&resource);
+                if wild && !ALLOWED_WILDCARDS.contains(&(action.as_str(), resource.as_str())) {
+                    offences.push(format!("{function}: {action} on {resource}"));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "wildcards that no code needs:\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn every_function_is_granted_exactly_what_its_code_uses() {
+    let granted = granted();
+    let expected: BTreeMap<String, Grants> = EXPECTED
+        .iter()
+        .map(|(function, grants)| {
+            let grants = grants
+                .iter()
+                .map(|(resource, actions)| {
+                    (
+                        (*resource).to_owned(),
+                        actions.iter().map(|a| (*a).to_owned()).collect(),
+                    )
+                })
+                .collect();
+            ((*function).to_owned(), grants)
+        })
+        .collect();
+    let names = |map: &BTreeMap<String, Grants>| map.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(
+        names(&granted),
+        names(&expected),
+        "every function of the template has its expectation, and no other"
+    );
+    let mut differences = Vec::new();
+    for (function, want) in &expected {
+        let have = &granted[function];
+        let resources: BTreeSet<&String> = have.keys().chain(want.keys()).collect();
+        for resource in resources {
+            let empty = BTreeSet::new();
+            let has = have.get(resource).unwrap_or(&empty);
+            let wants = want.get(resource).unwrap_or(&empty);
+            for extra in has.difference(wants) {
+                differences.push(format!("{function}: {extra} on {resource} is not used"));
+            }
+            for missing in wants.difference(has) {
+                differences.push(format!("{function}: {missing} on {resource} is missing"));
+            }
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+#[test]
+fn every_expected_action_is_a_call_the_code_makes_or_a_pollers() {
+    let mut source = String::new();
+    let mut pending = vec![root().join("shared/src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                source.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let calls: BTreeMap<&str, &[&str]> = CALLS.iter().copied().collect();
+    for (function, grants) in EXPECTED {
+        for (resource, actions) in *grants {
+            for action in *actions {
+                if SQS_POLLER.contains(action) || STREAM_POLLER.contains(action) {
+                    continue;
+                }
+                let fragments = calls
+                    .get(action)
+                    .unwrap_or_else(|| panic!("{function}: no SDK call is known for {action}"));
+                assert!(
+                    fragments.iter().any(|f| source.contains(f)),
+                    "{function}: {action} on {resource}, but no code calls {fragments:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pollers_actions_go_with_their_event_sources_only() {
+    let template = yaml("template.yaml");
+    for (function, grants) in granted() {
+        let events = &template["Resources"][function.as_str()]["Properties"]["Events"];
+        let sources: BTreeSet<String> = events
+            .as_mapping()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, event)| {
+                let properties = &event["Properties"];
+                match event["Type"].as_str()? {
+                    "SQS" => Some(resource_text(&properties["Queue"])),
+                    "DynamoDB" => Some(resource_text(&properties["Stream"])),
+                    _ => None,
+                }
+            })
+            .collect();
+        for (resource, actions) in &grants {
+            let polls = actions
+                .iter()
+                .any(|a| SQS_POLLER.contains(&a.as_str()) || STREAM_POLLER.contains(&a.as_str()));
+            assert_eq!(
+                polls,
+                sources.contains(resource),
+                "{function}: poller actions on {resource} go with an event source on it"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_checks_catch_what_they_are_for() {
+    assert!(is_wildcard_action("dynamodb:*"));
+    assert!(is_wildcard_action("*"));
+    assert!(is_wildcard_action("sqs:Send*"));
+    assert!(!is_wildcard_action("sqs:SendMessage"));
+    assert!(is_wildcard_resource("*"));
+    assert!(is_wildcard_resource(
+        "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*"
+    ));
+    assert!(!is_wildcard_resource("${SocialTable.Arn}/index/gsi1"));
+    let tagged: Value = serde_yaml::from_str("!GetAtt [OrderQueue, Arn]").unwrap();
+    assert_eq!(resource_text(&tagged), "OrderQueue.Arn");
+    let tagged: Value = serde_yaml::from_str("!Sub \"${CommerceTable.Arn}/index/gsi1\"").unwrap();
+    assert_eq!(resource_text(&tagged), "${CommerceTable.Arn}/index/gsi1");
+}

@@ -1,0 +1,31 @@
+//! The documents under test, read from the repository root.
+
+use serde_yaml::Value;
+use std::path::PathBuf;
+
+/// The repository root (this crate is `infra/local-cloud`).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A YAML document of the repository, tags (`!GetAtt`, `!Sub`, ...) kept as they are.
+pub fn yaml(relative: &str) -> Value {
+    let path = root().join(relative);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|err| panic!("{relative} is not YAML: {err}"))
+}
+
+/// `value[key]` as a mapping's entries, empty when absent.
+pub fn entries<'a>(value: &'a Value, key: &str) -> Vec<(&'a str, &'a Value)> {
+    value
+        .get(key)
+        .and_then(Value::as_mapping)
+        .map(|mapping| {
+            mapping
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?, v)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
