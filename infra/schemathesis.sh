@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Usage: infra/schemathesis.sh URL      e.g. infra/schemathesis.sh http://127.0.0.1:3000
+#
+# Property-based tests of the HTTP API against openapi.yaml with schemathesis: generated valid
+# and invalid requests to every operation of a local cloud that is already running at URL
+# (this script starts nothing), checking that no answer is a 5xx, that every status is one the
+# document declares, and that every body matches its schema and content type.
+#
+# Two runs: every operation as a plain user, then the operators' routes as an admin. Tokens are
+# minted by target/debug/local-cloud (build it first: `cargo build --workspace --bins`) with the
+# runner's local secret (LOCAL_JWT_SECRET, as the runner reads it). Bounded: 15 examples per
+# operation, about 12 s in all, and a hard limit per run (SCHEMATHESIS_TIMEOUT, seconds). One
+# worker: under two, hypothesis fails inside CPython 3.11.7's ast.parse ("AST constructor
+# recursion depth mismatch"), an interpreter bug, not one of ours.
+# SCHEMATHESIS_SEED fixes the generated data (a fixed default, so a failure reproduces; set it
+# to vary what is tried). Exits non-zero on any failure, printing schemathesis' reproduction.
+set -euo pipefail
+
+if [[ $# -ne 1 || ! $1 =~ ^http://127\.0\.0\.1:[0-9]+/?$ ]]; then
+    echo "usage: $0 http://127.0.0.1:PORT   (a running local cloud)" >&2
+    exit 2
+fi
+url=${1%/}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+runner="$root/target/debug/local-cloud"
+if [[ ! -x $runner ]]; then
+    echo "schemathesis: $runner is missing; run 'cargo build --workspace --bins' first" >&2
+    exit 2
+fi
+
+"$here/python/ensure-venv.sh" schemathesis
+st="$root/.local/venv/schemathesis/bin/schemathesis"
+
+seed=${SCHEMATHESIS_SEED:-20261130}
+limit=${SCHEMATHESIS_TIMEOUT:-25}
+user_token=$("$runner" token --sub schemathesis-user)
+admin_token=$("$runner" token --sub schemathesis-operator --groups admin)
+
+# Schemathesis keeps scratch files in its working directory; keep them out of the tree.
+work="$root/.local/schemathesis"
+mkdir -p "$work"
+cd "$work"
+
+run() {
+    local who=$1 token=$2
+    shift 2
+    echo "schemathesis: $who ($*)"
+    timeout --signal=INT --kill-after=5 "$limit" \
+        "$st" run "$root/openapi.yaml" \
+        --url "$url" \
+        --header "Authorization: Bearer $token" \
+        --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
+        --phases examples,coverage,fuzzing \
+        --max-examples 15 \
+        --workers 1 \
+        --seed "$seed" \
+        --generation-database none \
+        --request-timeout 10 \
+        --no-color \
+        --warnings off \
+        "$@" || {
+        local status=$?
+        [[ $status -eq 124 || $status -eq 130 ]] &&
+            echo "schemathesis: the $who run took longer than ${limit}s" >&2
+        return "$status"
+    }
+}
+
+run "user" "$user_token" --exclude-operation-id createSale --exclude-operation-id publishSale
+run "operator" "$admin_token" --include-operation-id createSale --include-operation-id publishSale
+echo "schemathesis: ok"
