@@ -1,6 +1,7 @@
 //! The whole local cloud: resolve the template, provision, start the functions, the HTTP API
 //! and the event sources; and stop all of it.
 
+use crate::faults::{FaultPlan, Faults, proxy};
 use crate::gateway::{self, Route};
 use crate::model::{EventSpec, Model};
 use crate::runtime::{Runtime, RuntimeOptions};
@@ -10,6 +11,7 @@ use anyhow::Context;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -35,6 +37,8 @@ pub struct CloudOptions {
     /// Functions whose event sources do not run, as if their event source mappings were
     /// disabled: their messages wait in the queue (e.g. to see a backlog build and drain).
     pub disabled_sources: Vec<String>,
+    /// Faults to inject on purpose (see [`crate::faults`]); none by default.
+    pub faults: FaultPlan,
 }
 
 /// Variables of the runner's own environment that the functions get too: where the
@@ -62,6 +66,10 @@ pub fn function_env_from_process() -> BTreeMap<String, String> {
 pub struct LocalCloud {
     pub address: SocketAddr,
     pub model: Model,
+    /// The live fault switches, and the write counts of the proxied functions.
+    pub faults: Arc<Faults>,
+    /// Kept alive while the cloud runs.
+    _proxies: Vec<proxy::Proxy>,
     runtime: Runtime,
     sources: Sources,
     gateway: JoinHandle<anyhow::Result<()>>,
@@ -117,6 +125,7 @@ pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceC
         streams: aws_sdk_dynamodbstreams::Client::new(&sdk),
         region,
         account_id: options.account_id.clone(),
+        faults: Arc::new(Faults::default()),
     };
     crate::provision::provision(&model, &context.dynamodb, &context.sqs)
         .await
@@ -156,7 +165,10 @@ pub fn sam_env_vars(
 
 impl LocalCloud {
     pub async fn start(options: CloudOptions) -> anyhow::Result<Self> {
-        let (model, context) = provision(&options).await?;
+        let (mut model, mut context) = provision(&options).await?;
+        let faults = Arc::new(Faults::new(&options.faults));
+        context.faults = faults.clone();
+        let (proxies, env_overrides) = start_proxies(&mut model, &options, &faults).await?;
 
         let runtime = Runtime::start(
             &model.functions,
@@ -165,6 +177,8 @@ impl LocalCloud {
                 instances: options.instances,
                 base_env: options.function_env.clone(),
                 log_invocations: options.log_invocations,
+                env_overrides,
+                faults: faults.clone(),
             },
         )
         .await
@@ -217,11 +231,28 @@ impl LocalCloud {
         Ok(Self {
             address,
             model,
+            faults,
+            _proxies: proxies,
             runtime,
             sources,
             gateway,
             stop_gateway,
         })
+    }
+
+    /// Kills the processes of `function` that hold an invocation right now, as a crash
+    /// would; answers how many. The runtime restarts them.
+    pub fn kill_busy(&self, function: &str) -> usize {
+        self.runtime
+            .function(function)
+            .map_or(0, |handle| handle.kill_busy())
+    }
+
+    /// How many invocations `function` has answered so far (0 for an unknown function).
+    pub fn invocations(&self, function: &str) -> u64 {
+        self.runtime
+            .function(function)
+            .map_or(0, |handle| handle.invocations())
     }
 
     /// Stops the HTTP API, the event sources and every function process.
@@ -231,4 +262,53 @@ impl LocalCloud {
         self.sources.stop().await;
         self.runtime.shutdown().await;
     }
+}
+
+/// Starts a fault proxy for every function of the plan that needs one, and answers the
+/// environment that points each such function at its proxy. Applies the plan's timeouts.
+async fn start_proxies(
+    model: &mut Model,
+    options: &CloudOptions,
+    faults: &Arc<Faults>,
+) -> anyhow::Result<(
+    Vec<proxy::Proxy>,
+    BTreeMap<String, BTreeMap<String, String>>,
+)> {
+    for name in options.faults.functions.keys() {
+        if !model.functions.iter().any(|f| &f.name == name) {
+            anyhow::bail!("fault switch for {name}: the template has no such function");
+        }
+    }
+    let mut proxies = Vec::new();
+    let mut overrides = BTreeMap::new();
+    for function in &mut model.functions {
+        let Some(plan) = options.faults.function(&function.name) else {
+            continue;
+        };
+        if let Some(timeout) = plan.timeout {
+            function.timeout = timeout;
+        }
+        let mut env = BTreeMap::new();
+        if let Some(attempts) = plan.sdk_attempts {
+            env.insert("AWS_MAX_ATTEMPTS".to_owned(), attempts.to_string());
+        }
+        if plan.needs_proxy() {
+            let upstream = options
+                .function_env
+                .get("AWS_ENDPOINT_URL")
+                .context("AWS faults need AWS_ENDPOINT_URL (the emulators)")?;
+            let started = proxy::start(&function.name, upstream, faults.clone()).await?;
+            let url = format!("http://{}", started.address);
+            for name in [
+                "AWS_ENDPOINT_URL",
+                "AWS_ENDPOINT_URL_DYNAMODB",
+                "AWS_ENDPOINT_URL_SQS",
+            ] {
+                env.insert(name.to_owned(), url.clone());
+            }
+            proxies.push(started);
+        }
+        overrides.insert(function.name.clone(), env);
+    }
+    Ok((proxies, overrides))
 }

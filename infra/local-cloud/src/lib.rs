@@ -12,10 +12,12 @@
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
+//! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 
 pub mod cloud;
+pub mod faults;
 pub mod gateway;
 pub mod jwt;
 pub mod model;

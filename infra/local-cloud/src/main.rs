@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use local_cloud::cloud::{self, CloudOptions, LocalCloud};
+use local_cloud::faults::FaultPlan;
 use local_cloud::{jwt, replay};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -37,6 +38,14 @@ enum Command {
         /// Do not run this function's event sources (repeatable): its queue only fills.
         #[arg(long = "disable-sources", value_name = "FUNCTION")]
         disabled_sources: Vec<String>,
+        /// Inject a fault on purpose (repeatable): FUNCTION:dynamodb.writes:delay=500ms,
+        /// FUNCTION:sqs.SendMessage:fail=1, FUNCTION:dynamodb:fail=0.2, FUNCTION:crash=0.2,
+        /// FUNCTION:timeout=1s, FUNCTION:proxy (count its writes). See the README.
+        #[arg(long = "fault", value_name = "SWITCH")]
+        faults: Vec<String>,
+        /// Deliver every SQS batch twice, the second time in another order.
+        #[arg(long)]
+        sqs_duplicate: bool,
     },
     /// Only create the template's tables and queues, e.g. in LocalStack for
     /// `sam local start-api`, and optionally write its `--env-vars` file.
@@ -108,6 +117,7 @@ impl StackArgs {
             account_id: self.account_id,
             function_env: cloud::function_env_from_process(),
             disabled_sources: Vec::new(),
+            faults: FaultPlan::default(),
         }
     }
 }
@@ -204,9 +214,18 @@ async fn main() -> anyhow::Result<()> {
             binaries_dir,
             quiet,
             disabled_sources,
+            faults,
+            sqs_duplicate,
         } => {
             let mut options = stack.options(address, instances, binaries_dir, quiet);
             options.disabled_sources = disabled_sources;
+            for switch in &faults {
+                options.faults.add(switch)?;
+            }
+            options.faults.sqs_duplicate = sqs_duplicate;
+            if !faults.is_empty() || sqs_duplicate {
+                println!("fault switches on: {faults:?} sqs-duplicate={sqs_duplicate}");
+            }
             let cloud = LocalCloud::start(options).await?;
             let functions = cloud.model.functions.len();
             println!("{functions} functions running; Ctrl-C stops everything");

@@ -111,6 +111,33 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// An instance's entry in its function's process table while its process lives.
+struct Registered<'a> {
+    spec: &'a InstanceSpec,
+}
+
+impl<'a> Registered<'a> {
+    fn new(spec: &'a InstanceSpec, pid: u32, generation: Arc<Generation>) -> Self {
+        spec.function
+            .processes
+            .lock()
+            .expect("process table lock")
+            .insert(spec.index, (pid, generation));
+        Self { spec }
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.spec
+            .function
+            .processes
+            .lock()
+            .expect("process table lock")
+            .remove(&self.spec.index);
+    }
+}
+
 /// One process, from start to exit.
 async fn run_process(
     spec: &InstanceSpec,
@@ -142,6 +169,9 @@ async fn run_process(
             return fail_init(spec, &generation, first_init, &message);
         }
     };
+    let _registered = child
+        .id()
+        .map(|pid| Registered::new(spec, pid, generation.clone()));
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(console::pump(stdout, spec.prefix.clone()));
     }
@@ -191,12 +221,20 @@ async fn run_process(
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     let mut armed = None;
+    // The crash fault switch: when this invocation's process is to be killed.
+    let crash_timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(crash_timer);
+    let mut crash_armed = None;
     loop {
         if let Some((id, deadline)) = generation.in_flight()
             && armed != Some(id)
         {
             armed = Some(id);
             timer.as_mut().reset(deadline.into());
+            if let Some(after) = spec.function.faults.crash_after(&spec.function.name) {
+                crash_armed = Some(id);
+                crash_timer.as_mut().reset((Instant::now() + after).into());
+            }
         }
         tokio::select! {
             biased;
@@ -232,6 +270,14 @@ async fn run_process(
                 };
             }
             () = generation.changed.notified() => {}
+            () = &mut crash_timer, if crash_armed.is_some() => {
+                // Still the same invocation: kill the process under it, as a crash would.
+                if crash_armed.take().is_some_and(|id| generation.in_flight().is_some_and(|(now, _)| now == id)) {
+                    note(&spec.prefix, format_args!("fault switch: killing the process mid-invocation"));
+                    spec.function.faults.record_kill(&spec.function.name);
+                    let _ = child.start_kill();
+                }
+            }
             () = &mut timer, if armed.is_some() => {
                 let Some(id) = armed.take() else { continue };
                 // Gone from in flight means it answered in time.

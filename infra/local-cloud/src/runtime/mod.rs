@@ -15,6 +15,7 @@ mod console;
 pub(crate) mod ids;
 mod instance;
 
+use crate::faults::Faults;
 use crate::model::FunctionSpec;
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
@@ -48,6 +49,11 @@ pub struct RuntimeOptions {
     /// Print one line per invocation (function, trigger, duration, result). Off for
     /// benchmarks.
     pub log_invocations: bool,
+    /// Variables that one function gets on top of its template environment, by function
+    /// name: e.g. the endpoint of its fault proxy.
+    pub env_overrides: BTreeMap<String, BTreeMap<String, String>>,
+    /// The live fault switches; the runtime consults the crash switch.
+    pub faults: Arc<Faults>,
 }
 
 /// Why an invocation has no response.
@@ -90,6 +96,9 @@ pub(crate) struct FunctionShared {
     sender: async_channel::Sender<Invocation>,
     log_invocations: bool,
     invocations: AtomicU64,
+    pub(crate) faults: Arc<Faults>,
+    /// The live process of each instance (by index): its pid and what it holds.
+    pub(crate) processes: std::sync::Mutex<BTreeMap<u32, (u32, Arc<api::Generation>)>>,
 }
 
 impl FunctionShared {
@@ -175,6 +184,8 @@ impl Runtime {
                 sender,
                 log_invocations: options.log_invocations,
                 invocations: AtomicU64::new(0),
+                faults: options.faults.clone(),
+                processes: Default::default(),
             });
             let env = Arc::new(function_env(spec, &options, &inherited, region, &task_root));
             for index in 1..=instances {
@@ -243,6 +254,9 @@ fn function_env(
     env.insert("AWS_DEFAULT_REGION".into(), region.into());
     env.extend(options.base_env.iter().map(|(k, v)| (k.clone(), v.clone())));
     env.extend(spec.environment.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(overrides) = options.env_overrides.get(&spec.name) {
+        env.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
     // Reserved: the template cannot override them, as in Lambda.
     let reserved = [
         ("AWS_LAMBDA_FUNCTION_NAME", spec.name.clone()),
@@ -291,6 +305,25 @@ impl FunctionHandle {
     /// concurrency).
     pub fn instances(&self) -> u32 {
         self.shared.instances
+    }
+
+    /// Kills (SIGKILL) its processes that hold an invocation right now; answers how many.
+    pub fn kill_busy(&self) -> usize {
+        let busy: Vec<u32> = self
+            .shared
+            .processes
+            .lock()
+            .expect("process table lock")
+            .values()
+            .filter(|(_, generation)| generation.in_flight().is_some())
+            .map(|(pid, _)| *pid)
+            .collect();
+        for pid in &busy {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        busy.len()
     }
 
     /// How many invocations have been answered so far.

@@ -24,6 +24,8 @@ pub struct SourceContext {
     pub streams: aws_sdk_dynamodbstreams::Client,
     pub region: String,
     pub account_id: String,
+    /// The live fault switches (duplicate SQS delivery).
+    pub faults: std::sync::Arc<crate::faults::Faults>,
 }
 
 /// A function with the events that drive it, and how many instances it runs.

@@ -143,7 +143,47 @@ fn record(message: &Message, source: &SqsSource, context: &SourceContext) -> Val
 }
 
 /// Invokes the function with the batch; answers the messages that are done (to delete).
+///
+/// Under the duplicate-delivery fault switch the batch goes to the function twice, in reverse
+/// order and then shuffled, and a message is done only when both deliveries succeeded: as
+/// SQS's at-least-once delivery may do, all at once.
 async fn deliver<'a>(
+    source: &SqsSource,
+    function: &FunctionHandle,
+    context: &SourceContext,
+    trigger: &str,
+    batch: &'a [Message],
+) -> Vec<&'a Message> {
+    if !context.faults.sqs_duplicate() {
+        return deliver_once(source, function, context, trigger, batch).await;
+    }
+    let mut reversed: Vec<Message> = batch.to_vec();
+    reversed.reverse();
+    let mut shuffled: Vec<Message> = batch.to_vec();
+    for i in (1..shuffled.len()).rev() {
+        let j = (crate::runtime::ids::next_u128() % (i as u128 + 1)) as usize;
+        shuffled.swap(i, j);
+    }
+    let first: HashSet<String> = deliver_once(source, function, context, trigger, &reversed)
+        .await
+        .into_iter()
+        .filter_map(|m| m.message_id.clone())
+        .collect();
+    let second: HashSet<String> = deliver_once(source, function, context, trigger, &shuffled)
+        .await
+        .into_iter()
+        .filter_map(|m| m.message_id.clone())
+        .collect();
+    batch
+        .iter()
+        .filter(|m| {
+            let id = m.message_id.as_deref().unwrap_or_default();
+            first.contains(id) && second.contains(id)
+        })
+        .collect()
+}
+
+async fn deliver_once<'a>(
     source: &SqsSource,
     function: &FunctionHandle,
     context: &SourceContext,

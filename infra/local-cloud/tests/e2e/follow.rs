@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
+pub(crate) async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
     let api = Api::new(cloud, Some(user));
     let (status, body) = api
         .call("PUT", "/users/me", Some(json!({"displayName": user})))
@@ -18,20 +18,20 @@ async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
     api
 }
 
-async fn notifications(api: &Api) -> Value {
+pub(crate) async fn notifications(api: &Api) -> Value {
     let (status, body) = api.call("GET", "/notifications?limit=100", None).await;
     assert_eq!(status, 200, "{body}");
     body
 }
 
-async fn follower_count(api: &Api, user: &str) -> u64 {
+pub(crate) async fn follower_count(api: &Api, user: &str) -> u64 {
     let (status, body) = api.call("GET", &format!("/users/{user}"), None).await;
     assert_eq!(status, 200, "{body}");
     body["followerCount"].as_u64().unwrap()
 }
 
 /// Waits until `user` has `expected` followers counted, then answers.
-async fn wait_for_followers(api: &Api, user: &str, expected: u64) {
+pub(crate) async fn wait_for_followers(api: &Api, user: &str, expected: u64) {
     eventually(
         WAIT,
         &format!("{user} has {expected} followers counted"),
@@ -183,7 +183,11 @@ async fn a_burst_of_follows_on_a_celebrity_counts_exactly() {
 }
 
 /// Sends the same request as each of `callers` at once: a burst, not a sequence.
-async fn burst(callers: Vec<Api>, method: &'static str, path: &'static str) -> Vec<(u16, Value)> {
+pub(crate) async fn burst(
+    callers: Vec<Api>,
+    method: &'static str,
+    path: &'static str,
+) -> Vec<(u16, Value)> {
     let tasks: Vec<_> = callers
         .into_iter()
         .map(|api| tokio::spawn(async move { api.call(method, path, None).await }))

@@ -4,5 +4,7 @@
 
 mod cold_start;
 mod follow;
+mod hostile;
+mod reliability;
 mod seckill;
 mod support;

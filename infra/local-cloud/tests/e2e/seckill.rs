@@ -11,10 +11,10 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-const WAIT: Duration = Duration::from_secs(40);
+pub(crate) const WAIT: Duration = Duration::from_secs(40);
 
 /// Creates and publishes a sale open from a minute ago for an hour; answers its id.
-async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> String {
+pub(crate) async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> String {
     let operator = Api::admin(cloud, "operator");
     let now = OffsetDateTime::now_utc();
     let (status, sale) = operator
@@ -43,7 +43,7 @@ async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> Strin
 
 /// Each buyer places one order at once; answers the accepted (buyer, orderId) pairs and the
 /// count of each rejection code.
-async fn crowd(
+pub(crate) async fn crowd(
     cloud: &LocalCloud,
     sale: &str,
     buyers: &[String],
@@ -74,7 +74,7 @@ async fn crowd(
     (accepted, rejected)
 }
 
-async fn order_status(cloud: &LocalCloud, buyer: &str, order: &str) -> Option<String> {
+pub(crate) async fn order_status(cloud: &LocalCloud, buyer: &str, order: &str) -> Option<String> {
     let (status, body) = Api::new(cloud, Some(buyer))
         .call("GET", &format!("/orders/{order}"), None)
         .await;
@@ -82,7 +82,10 @@ async fn order_status(cloud: &LocalCloud, buyer: &str, order: &str) -> Option<St
 }
 
 /// Waits until every order is materialized; answers how many have each status.
-async fn settled(cloud: &LocalCloud, orders: &[(String, String)]) -> BTreeMap<String, usize> {
+pub(crate) async fn settled(
+    cloud: &LocalCloud,
+    orders: &[(String, String)],
+) -> BTreeMap<String, usize> {
     eventually(WAIT, "every order is materialized", || async {
         let mut counts = BTreeMap::new();
         for (buyer, order) in orders {
@@ -96,7 +99,7 @@ async fn settled(cloud: &LocalCloud, orders: &[(String, String)]) -> BTreeMap<St
     .await
 }
 
-async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
+pub(crate) async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
     let (status, body) = Api::new(cloud, None)
         .call("GET", &format!("/seckill/activities/{sale}"), None)
         .await;
@@ -105,7 +108,7 @@ async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
 }
 
 /// The sale's stock as DynamoDB, the final guard, counts it.
-async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
+pub(crate) async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
     let table = crate::support::table(cloud, "CommerceTable");
     let item = aws_sdk_dynamodb::Client::new(&sdk().await)
         .get_item()
@@ -127,7 +130,7 @@ async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
     item["stockRemaining"].as_n().unwrap().parse().unwrap()
 }
 
-fn buyers(prefix: &str, n: usize) -> Vec<String> {
+pub(crate) fn buyers(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 

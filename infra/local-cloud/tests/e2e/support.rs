@@ -39,6 +39,7 @@ pub fn options(stack: &str) -> CloudOptions {
         account_id: DEFAULT_ACCOUNT_ID.to_owned(),
         function_env: function_env_from_process(),
         disabled_sources: Vec::new(),
+        faults: Default::default(),
     }
 }
 
@@ -191,4 +192,25 @@ pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u32 {
         .values()
         .map(|v| v.parse::<u32>().unwrap_or(0))
         .sum()
+}
+
+/// Records one fault scenario's outcome for `loadtest/results/reliability.md`: a table row
+/// in `$LOCAL_STATE/reliability/<scenario>.md`, written only once every invariant held
+/// (after the assertions), and gathered by `infra/reliability-report.sh`.
+pub fn report(scenario: &str, fault: &str, switch: &str, invariants: &[String]) {
+    let state = std::env::var("LOCAL_STATE").unwrap_or_else(|_| ".local/test".to_owned());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let state = PathBuf::from(&state);
+    let dir = if state.is_absolute() {
+        state
+    } else {
+        root.join(state)
+    }
+    .join("reliability");
+    std::fs::create_dir_all(&dir).expect("the reliability report directory");
+    let row = format!(
+        "| {fault} | `{switch}` | {} | held |\n",
+        invariants.join("; ").replace('|', "/")
+    );
+    std::fs::write(dir.join(format!("{scenario}.md")), row).expect("a reliability row");
 }

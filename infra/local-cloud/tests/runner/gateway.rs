@@ -127,6 +127,8 @@ async fn spawn_api_in(
             instances,
             base_env: BTreeMap::from([("AWS_REGION".to_owned(), "us-east-1".to_owned())]),
             log_invocations,
+            env_overrides: BTreeMap::new(),
+            faults: Default::default(),
         },
     )
     .await

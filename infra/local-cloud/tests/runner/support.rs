@@ -59,6 +59,7 @@ pub async fn start_fixture_cloud() -> LocalCloud {
         account_id: local_cloud::cloud::DEFAULT_ACCOUNT_ID.to_owned(),
         function_env: function_env_from_process(),
         disabled_sources: Vec::new(),
+        faults: Default::default(),
     })
     .await
     .expect("the fixture cloud starts")

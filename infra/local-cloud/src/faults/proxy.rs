@@ -1,0 +1,280 @@
+//! The AWS fault proxy of one function: forwards its DynamoDB and SQS requests to the
+//! emulator, applying the function's live rules and counting its writes per item.
+//!
+//! Both services speak JSON over POST with the operation in `X-Amz-Target`
+//! (`DynamoDB_20120810.PutItem`, `AmazonSQS.SendMessage`), so one small proxy reads both.
+
+use super::{Action, Faults, ItemKey, Service};
+use anyhow::Context as _;
+use bytes::Bytes;
+use http::header::{HOST, HeaderValue};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// A running proxy; dropping it stops it.
+pub struct Proxy {
+    pub address: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct State {
+    function: String,
+    upstream: Uri,
+    upstream_host: HeaderValue,
+    faults: Arc<Faults>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// Starts `function`'s proxy to `upstream` (the emulator's endpoint) on a free loopback port.
+pub async fn start(function: &str, upstream: &str, faults: Arc<Faults>) -> anyhow::Result<Proxy> {
+    let upstream: Uri = upstream
+        .parse()
+        .with_context(|| format!("invalid AWS endpoint {upstream:?}"))?;
+    let upstream_host = upstream
+        .authority()
+        .context("the AWS endpoint has no host")?
+        .as_str()
+        .parse()?;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    let address = listener.local_addr()?;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let state = Arc::new(State {
+        function: function.to_owned(),
+        upstream,
+        upstream_host,
+        faults,
+        client: Client::builder(TokioExecutor::new()).build(connector),
+    });
+    let task = tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        let state = state.clone();
+                        connections.spawn(async move {
+                            let service = service_fn(move |request| {
+                                let state = state.clone();
+                                async move { Ok::<_, Infallible>(handle(&state, request).await) }
+                            });
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    });
+    Ok(Proxy { address, task })
+}
+
+async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let (mut parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => return error(StatusCode::BAD_REQUEST, None, "unreadable request body"),
+    };
+    let target = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let (service, operation) = match target.as_str().split_once('.') {
+        Some((prefix, op)) if prefix.starts_with("DynamoDB") => (Some(Service::DynamoDb), op),
+        Some(("AmazonSQS", op)) => (Some(Service::Sqs), op),
+        _ => (None, ""),
+    };
+    let action =
+        service.and_then(|service| state.faults.action(&state.function, service, operation));
+    match action {
+        Some(Action::Fail(_)) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                service,
+                "injected fault: the local cloud failed this request on purpose",
+            );
+        }
+        Some(Action::Delay(delay)) => tokio::time::sleep(delay).await,
+        _ => {}
+    }
+
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let Ok(uri) = format!(
+        "{}{}",
+        state.upstream.to_string().trim_end_matches('/'),
+        path
+    )
+    .parse::<Uri>() else {
+        return error(StatusCode::BAD_REQUEST, service, "invalid request path");
+    };
+    parts.uri = uri;
+    parts.headers.insert(HOST, state.upstream_host.clone());
+    let written = if service == Some(Service::DynamoDb) {
+        written_items(operation, &body)
+    } else {
+        Vec::new()
+    };
+    let forwarded = Request::from_parts(parts, Full::new(body));
+    let response = match state.client.request(forwarded).await {
+        Ok(response) => response,
+        Err(err) => {
+            tracing::warn!(error = %err, "the fault proxy could not reach the emulator");
+            return error(
+                StatusCode::BAD_GATEWAY,
+                service,
+                "the emulator is unreachable",
+            );
+        }
+    };
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    if parts.status.is_success() && !written.is_empty() {
+        state.faults.count_writes(written);
+    }
+    if let Some(Action::Hang(hang)) = action {
+        tokio::time::sleep(hang).await;
+    }
+    Response::from_parts(parts, Full::new(body))
+}
+
+/// The service's own shape of a 500, so that the SDK reads it as that service's error.
+fn error(status: StatusCode, service: Option<Service>, message: &str) -> Response<Full<Bytes>> {
+    let kind = match service {
+        Some(Service::Sqs) => "com.amazonaws.sqs#InternalError",
+        _ => "com.amazonaws.dynamodb.v20120810#InternalServerError",
+    };
+    let body = serde_json::json!({ "__type": kind, "message": message }).to_string();
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-query-error", "InternalError;Receiver")
+        .body(Full::new(Bytes::from(body)))
+        .expect("a static response is valid")
+}
+
+/// The items a DynamoDB write request writes (condition checks write nothing).
+pub(crate) fn written_items(operation: &str, body: &[u8]) -> Vec<ItemKey> {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    let table = |v: &Value| v["TableName"].as_str().unwrap_or_default().to_owned();
+    let mut items = Vec::new();
+    match operation {
+        "PutItem" => items.push(ItemKey {
+            table: table(&request),
+            key: key_of(&request["Item"]),
+        }),
+        "UpdateItem" | "DeleteItem" => items.push(ItemKey {
+            table: table(&request),
+            key: key_of(&request["Key"]),
+        }),
+        "TransactWriteItems" => {
+            for item in request["TransactItems"].as_array().into_iter().flatten() {
+                if let Some(put) = item.get("Put") {
+                    items.push(ItemKey {
+                        table: table(put),
+                        key: key_of(&put["Item"]),
+                    });
+                }
+                for kind in ["Update", "Delete"] {
+                    if let Some(write) = item.get(kind) {
+                        items.push(ItemKey {
+                            table: table(write),
+                            key: key_of(&write["Key"]),
+                        });
+                    }
+                }
+            }
+        }
+        "BatchWriteItem" => {
+            for (name, requests) in request["RequestItems"].as_object().into_iter().flatten() {
+                for write in requests.as_array().into_iter().flatten() {
+                    let key = write
+                        .pointer("/PutRequest/Item")
+                        .or_else(|| write.pointer("/DeleteRequest/Key"));
+                    if let Some(key) = key {
+                        items.push(ItemKey {
+                            table: name.clone(),
+                            key: key_of(key),
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    items
+}
+
+/// `pk|sk` of an item or key in DynamoDB JSON, or the whole key when it has no `pk`.
+fn key_of(item: &Value) -> String {
+    let attribute = |name: &str| item[name]["S"].as_str().map(str::to_owned);
+    match (attribute("pk"), attribute("sk")) {
+        (Some(pk), Some(sk)) => format!("{pk}|{sk}"),
+        (Some(pk), None) => pk,
+        _ => item.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transactions_count_their_writes_but_not_their_condition_checks() {
+        let body = serde_json::json!({
+            "TransactItems": [
+                {"ConditionCheck": {"TableName": "t", "Key": {"pk": {"S": "USER#b"}, "sk": {"S": "PROFILE"}}}},
+                {"Put": {"TableName": "t", "Item": {"pk": {"S": "USER#a"}, "sk": {"S": "FOLLOWS#b"}, "x": {"N": "1"}}}},
+                {"Update": {"TableName": "t", "Key": {"pk": {"S": "USER#a"}, "sk": {"S": "PROFILE"}}}},
+            ]
+        });
+        let items = written_items("TransactWriteItems", body.to_string().as_bytes());
+        let keys: Vec<_> = items.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["USER#a|FOLLOWS#b", "USER#a|PROFILE"]);
+        assert!(written_items("GetItem", body.to_string().as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn batch_writes_name_their_tables() {
+        let body = serde_json::json!({
+            "RequestItems": {"t": [
+                {"PutRequest": {"Item": {"pk": {"S": "A"}, "sk": {"S": "B"}}}},
+                {"DeleteRequest": {"Key": {"pk": {"S": "C"}, "sk": {"S": "D"}}}},
+            ]}
+        });
+        let items = written_items("BatchWriteItem", body.to_string().as_bytes());
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[1].table, "t");
+        assert_eq!(items[1].key, "C|D");
+    }
+}
