@@ -1,0 +1,176 @@
+// Processor of seckill.yml: an operator creates and publishes a sale, a crowd reads its
+// detail page and places orders, and afterwards the run checks that exactly `stock` orders
+// were accepted and materialized: sold out, no oversell, no undersell.
+//
+// Settings (environment; defaults in brackets):
+//   SECKILL_STOCK [100]          units on sale
+//   SECKILL_BUYERS [4 x stock]   buyers the crowd is drawn from (their order lists are read
+//                                afterwards; with Cognito each is a user in the pool)
+//   SECKILL_PER_USER_LIMIT [1]   the sale's perUserLimit
+//   VERIFY_TIMEOUT [60]          seconds the after hook waits for the orders to materialize
+//   SECKILL_CHECK_FILE           where the after hook writes its verdict as JSON (optional)
+//   THINK_TIME [0]               seconds between reading the detail page and ordering
+//   AUTH_MODE, LOCAL_JWT_SECRET, COGNITO_*: see lib/auth.js
+'use strict';
+
+const fs = require('node:fs');
+const auth = require('./lib/auth');
+const { envNumber, randomInt, checkStatus, call, forEachLimited, sleep, newRunId } = require('./lib/common');
+
+const STOCK = Math.max(1, Math.floor(envNumber('SECKILL_STOCK', 100)));
+const BUYERS = Math.max(1, Math.floor(envNumber('SECKILL_BUYERS', 4 * STOCK)));
+const PER_USER_LIMIT = Math.max(1, Math.floor(envNumber('SECKILL_PER_USER_LIMIT', 1)));
+const VERIFY_TIMEOUT_MS = envNumber('VERIFY_TIMEOUT', 60) * 1000;
+const THINK_TIME = envNumber('THINK_TIME', 0);
+
+const buyerKey = (runId, i) => `buyer-${runId}-${i}`;
+
+// before hook, once, in Artillery's main process: the operator (admin group) creates the
+// sale, open since a minute ago for an hour, and publishes it (which preheats Redis). The
+// variables set here reach every virtual user.
+async function setupSale(context) {
+  const target = context.vars.target;
+  const runId = newRunId();
+  const operator = `ops-${runId}`;
+  const buyers = Array.from({ length: BUYERS }, (_, i) => buyerKey(runId, i));
+  const { password, ids } = await auth.prepareUsers(buyers, [operator]);
+  const { token } = await auth.session(operator, { admin: true, password });
+
+  const now = Date.now();
+  const sale = await call(target, 'POST', '/seckill/activities', {
+    token,
+    expect: [201],
+    body: {
+      productId: `loadtest-${runId}`,
+      title: `Artillery flash sale ${runId}`,
+      priceCents: 1999,
+      stock: STOCK,
+      perUserLimit: PER_USER_LIMIT,
+      startsAt: new Date(now - 60_000).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+    },
+  });
+  await call(target, 'POST', `/seckill/activities/${sale.id}/publish`, { token });
+  const detail = await call(target, 'GET', `/seckill/activities/${sale.id}`);
+  if (detail.state !== 'ONGOING' || detail.stockRemaining !== STOCK) {
+    throw new Error(`the new sale should be ONGOING with ${STOCK} units, it is ${JSON.stringify(detail)}`);
+  }
+  context.vars.runId = runId;
+  context.vars.saleId = sale.id;
+  context.vars.stock = STOCK;
+  context.vars.buyerIds = buyers.map((k) => ids[k]);
+  if (password) context.vars.loadPassword = password;
+  console.log(`seckill: run ${runId}, sale ${sale.id} published: ${STOCK} units, ${PER_USER_LIMIT} per buyer, ${BUYERS} buyers`);
+}
+
+// A buyer from the pool (a pool rather than a new user each time, so the after hook can read
+// every buyer's orders).
+async function pickBuyer(context) {
+  const key = buyerKey(context.vars.runId, randomInt(BUYERS));
+  const { token } = await auth.session(key, { password: context.vars.loadPassword });
+  context.vars.token = token;
+  context.vars.thinkTime = THINK_TIME;
+}
+
+// Order outcomes as counters, which Artillery sums over its workers into the report:
+// seckill.orders.accepted (202) and seckill.orders.<code> for the refusals the contract names.
+const REFUSALS = { 409: ['SOLD_OUT', 'LIMIT_REACHED', 'NOT_STARTED', 'ENDED'], 429: ['RATE_LIMITED'] };
+
+function countOrder(req, res, context, events, next) {
+  if (res.statusCode === 202) {
+    events.emit('counter', 'seckill.orders.accepted', 1);
+    return next();
+  }
+  let code = '';
+  try {
+    code = JSON.parse(res.body).error.code;
+  } catch {
+    // not the contract's error shape: checkStatus below reports it
+  }
+  if ((REFUSALS[res.statusCode] || []).includes(code)) {
+    events.emit('counter', `seckill.orders.${code.toLowerCase()}`, 1);
+    return next();
+  }
+  return checkStatus({ ...req, okStatus: [] }, res, context, events, next);
+}
+
+// after hook, once all virtual users are done: the sale must be sold out, and the buyers'
+// order lists must hold exactly `stock` orders of this sale that are not REJECTED, none of
+// them beyond the per-user limit. A failure sets Artillery's exit code and says why.
+async function verifySale(context) {
+  const { target, saleId, runId, loadPassword } = context.vars;
+  const deadline = Date.now() + VERIFY_TIMEOUT_MS;
+  const verdict = { saleId, stock: STOCK, perUserLimit: PER_USER_LIMIT, buyers: BUYERS };
+  const fail = (message) => {
+    verdict.ok = false;
+    verdict.message = message;
+    console.error(`\nSECKILL CHECK FAILED: ${message}`);
+    global.artillery.suggestedExitCode = 1;
+  };
+  try {
+    // Redis's live stock: every unit reserved once the crowd is gone.
+    const detail = await call(target, 'GET', `/seckill/activities/${saleId}`);
+    verdict.finalState = detail.state;
+    verdict.stockRemaining = detail.stockRemaining;
+    if (detail.state !== 'SOLD_OUT' || detail.stockRemaining !== 0) {
+      fail(
+        `the sale is ${detail.state} with ${detail.stockRemaining} of ${STOCK} units left after the crowd: ` +
+          'too few order attempts for the stock (raise ARRIVAL_RATE or DURATION, or lower SECKILL_STOCK)'
+      );
+      return;
+    }
+    // The orders as DynamoDB holds them (list-orders reads the table, so an order shows once
+    // the order consumer materialized it): poll until all `stock` are there.
+    let byStatus = {};
+    let overLimit = 0;
+    for (let pass = 1; ; pass += 1) {
+      byStatus = {};
+      overLimit = 0;
+      await forEachLimited([...Array(BUYERS).keys()], 8, async (i) => {
+        const { token } = await auth.session(buyerKey(runId, i), { password: loadPassword });
+        let mine = 0;
+        let cursor = null;
+        do {
+          const qs = new URLSearchParams({ limit: '100' });
+          if (cursor) qs.set('cursor', cursor);
+          const page = await call(target, 'GET', `/orders?${qs}`, { token });
+          for (const order of page.items.filter((o) => o.saleId === saleId)) {
+            byStatus[order.status] = (byStatus[order.status] || 0) + 1;
+            if (order.status !== 'REJECTED') mine += 1;
+          }
+          cursor = page.nextCursor;
+        } while (cursor);
+        if (mine > PER_USER_LIMIT) overLimit += 1;
+      });
+      const kept = Object.entries(byStatus)
+        .filter(([status]) => status !== 'REJECTED')
+        .reduce((sum, [, n]) => sum + n, 0);
+      verdict.orders = kept;
+      verdict.byStatus = byStatus;
+      verdict.passes = pass;
+      if (overLimit > 0) return fail(`${overLimit} buyers hold more than ${PER_USER_LIMIT} units`);
+      if (kept > STOCK) return fail(`oversold: ${kept} orders for a stock of ${STOCK} (${JSON.stringify(byStatus)})`);
+      if (kept === STOCK) break;
+      if (Date.now() > deadline) {
+        return fail(
+          `only ${kept} of ${STOCK} orders materialized after ${VERIFY_TIMEOUT_MS / 1000} s ` +
+            `(${JSON.stringify(byStatus)}); is the order consumer running?`
+        );
+      }
+      await sleep(1000);
+    }
+    verdict.ok = true;
+    console.log(
+      `\nseckill check ok: sold out, ${STOCK} orders for ${STOCK} units (${JSON.stringify(byStatus)}), ` +
+        `none beyond ${PER_USER_LIMIT} per buyer`
+    );
+  } catch (err) {
+    fail(`could not verify the sale: ${err.message}`);
+  } finally {
+    if (process.env.SECKILL_CHECK_FILE) {
+      fs.writeFileSync(process.env.SECKILL_CHECK_FILE, `${JSON.stringify(verdict, null, 2)}\n`);
+    }
+  }
+}
+
+module.exports = { setupSale, pickBuyer, countOrder, verifySale, checkStatus };
