@@ -67,6 +67,7 @@ if (orderCounters.length || checkFile) {
   out();
   out(`${markdown ? '**Orders.** ' : 'orders:        '}${outcomes || 'none placed'}`);
   if (checkFile) {
+    if (markdown) out();
     if (!fs.existsSync(checkFile)) {
       out('flash-sale check: no verdict was written (did the after hook run?)');
       status = 1;
