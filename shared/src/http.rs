@@ -164,10 +164,18 @@ pub fn query_parameter(request: &Request, name: &str) -> Option<String> {
 }
 
 /// The request body parsed as JSON, or a 400 that says what is wrong with it.
+///
+/// Every body of the API is a JSON object; anything else is refused up front, so that the
+/// message speaks of the request rather than of the Rust type it was going to fill.
 pub fn parse_body<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError> {
     let bytes: &[u8] = request.body().as_ref();
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err(ApiError::bad_request("a JSON request body is required"));
+    };
+    if *first != b'{' {
+        return Err(ApiError::bad_request(
+            "invalid request body: it must be a JSON object",
+        ));
     }
     serde_json::from_slice(bytes)
         .map_err(|err| ApiError::bad_request(format!("invalid request body: {err}")))
@@ -241,6 +249,26 @@ mod tests {
         let err = parse_body::<Sample>(&request_with_body("")).unwrap_err();
         assert_eq!(err.status(), StatusCode::BAD_REQUEST);
         assert_eq!(err.message(), "a JSON request body is required");
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_is_refused_without_naming_our_types() {
+        for body in [
+            "[]",
+            "null",
+            "7",
+            r#""name""#,
+            " [{\"name\": \"a\"}]",
+            "nonsense",
+        ] {
+            let err = parse_body::<Sample>(&request_with_body(body)).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(
+                err.message(),
+                "invalid request body: it must be a JSON object",
+                "{body}"
+            );
+        }
     }
 
     #[test]
