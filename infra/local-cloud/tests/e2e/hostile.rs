@@ -1,0 +1,700 @@
+//! Bad input and hostile callers, end to end through the gateway and the real functions: every
+//! malformed request is a 4xx with the contract's error body and a message that names the
+//! problem, no token gets in where it does not belong, and nothing of another user leaks.
+
+use crate::follow::sign_up;
+use crate::support::{Api, eventually, options, start, unique_stack};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use local_cloud::cloud::LocalCloud;
+use local_cloud::jwt::{DEFAULT_LOCAL_SECRET, LOCAL_ISSUER, local_token, sign};
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A client that sends exactly the bytes and headers it is given.
+struct Raw {
+    base: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Raw {
+    fn new(cloud: &LocalCloud) -> Self {
+        Self {
+            base: format!("http://{}", cloud.address),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    /// Sends a request; answers the status and the body as JSON (a string if it is not JSON).
+    /// No answer is ever a 5xx: whatever a caller sends, the system keeps working.
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        authorization: Option<&str>,
+        body: impl AsRef<[u8]>,
+    ) -> (u16, Value) {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let response = self
+            .client
+            .request(
+                request
+                    .body(Full::new(Bytes::copy_from_slice(body.as_ref())))
+                    .unwrap(),
+            )
+            .await
+            .expect("the API answers");
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        assert!(status < 500, "{method} {path}: {status} {body}");
+        (status, body)
+    }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+fn user_token(sub: &str, groups: &[&str]) -> String {
+    let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
+    local_token(
+        DEFAULT_LOCAL_SECRET.as_bytes(),
+        sub,
+        &groups,
+        Duration::from_secs(600),
+    )
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Asserts the contract's error body with `status` and `code`, its message naming `names`.
+#[track_caller]
+fn assert_error(answer: &(u16, Value), status: u16, code: &str, names: &str, what: &str) {
+    let (got, body) = answer;
+    assert_eq!(*got, status, "{what}: {body}");
+    let error = body["error"].as_object().unwrap_or_else(|| {
+        panic!("{what}: the contract's error body, got {body}");
+    });
+    assert_eq!(error.len(), 2, "{what}: only code and message: {body}");
+    assert_eq!(error["code"], code, "{what}: {body}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(names),
+        "{what}: the message {message:?} should name {names:?}"
+    );
+}
+
+fn rfc3339(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).unwrap()
+}
+
+/// A valid sale body, open from a minute ago for an hour.
+fn sale_body() -> Value {
+    let now = OffsetDateTime::now_utc();
+    json!({
+        "productId": "p-1",
+        "title": "Phone",
+        "priceCents": 19900,
+        "stock": 5,
+        "perUserLimit": 1,
+        "startsAt": rfc3339(now - time::Duration::minutes(1)),
+        "endsAt": rfc3339(now + time::Duration::hours(1)),
+    })
+}
+
+#[tokio::test]
+async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
+    let cloud = start(options(&unique_stack())).await;
+    let raw = Raw::new(&cloud);
+    let alice = bearer(&user_token("alice", &[]));
+    let operator = bearer(&user_token("operator", &["admin"]));
+    sign_up(&cloud, "alice").await;
+
+    // Bodies: malformed JSON, the wrong shape, wrong types, unknown fields, none at all.
+    for (body, names) in [
+        ("{", "invalid request body"),
+        (r#"{"displayName": "Al"#, "EOF while parsing"),
+        ("[]", "it must be a JSON object"),
+        ("null", "it must be a JSON object"),
+        (r#""Alice""#, "it must be a JSON object"),
+        ("displayName=Alice", "it must be a JSON object"),
+        (r#"{"displayName": 7}"#, "invalid type: integer `7`"),
+        (r#"{"displayName": ["a"]}"#, "invalid type: sequence"),
+        (r#"{}"#, "missing field `displayName`"),
+        (
+            r#"{"displayName": "Al", "userId": "mallory"}"#,
+            "unknown field `userId`",
+        ),
+        ("", "a JSON request body is required"),
+        ("  \n", "a JSON request body is required"),
+        (r#"{"displayName": "   "}"#, "displayName must be 1 to 50"),
+        (
+            r#"{"displayName": "a\u0000b"}"#,
+            "displayName must be 1 to 50",
+        ),
+    ] {
+        let answer = raw.send("PUT", "/users/me", Some(&alice), body).await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, body);
+    }
+
+    // A large body within the API's 10 MB is read and refused by the rule it breaks; one over
+    // 10 MB is refused by the gateway before any function sees it.
+    let large = json!({"displayName": "x".repeat(1 << 20)}).to_string();
+    let answer = raw.send("PUT", "/users/me", Some(&alice), large).await;
+    assert_error(
+        &answer,
+        400,
+        "BAD_REQUEST",
+        "displayName must be 1 to 50",
+        "1 MB",
+    );
+    let huge = format!(
+        r#"{{"displayName": "{}"}}"#,
+        "x".repeat(10 * 1024 * 1024 + 1)
+    );
+    let (status, body) = raw.send("PUT", "/users/me", Some(&alice), huge).await;
+    assert_eq!(
+        (status, &body),
+        (413, &json!({"message": "Request Entity Too Large"}))
+    );
+    let (status, body) = raw.send("GET", "/users/alice", Some(&alice), "").await;
+    assert_eq!(
+        (status, body["displayName"].as_str()),
+        (200, Some("alice")),
+        "the profile is untouched: {body}"
+    );
+
+    // Sales: wrong types, negative, zero and absurd quantities, bad and far-off times.
+    let sale_cases: Vec<(&str, Value, &str)> = vec![
+        ("priceCents", json!("19900"), "invalid type: string"),
+        ("priceCents", json!(199.5), "invalid type: floating point"),
+        ("priceCents", json!(-1), "priceCents must be between 1 and"),
+        ("priceCents", json!(0), "priceCents must be between 1 and"),
+        ("priceCents", json!(u64::MAX), "invalid value: integer"),
+        ("stock", json!(-5), "stock must be between 1 and"),
+        ("stock", json!(0), "stock must be between 1 and"),
+        (
+            "stock",
+            json!(1_000_000_000_000i64),
+            "stock must be between 1 and",
+        ),
+        ("stock", json!(null), "invalid type: null"),
+        (
+            "perUserLimit",
+            json!(0),
+            "perUserLimit must be between 1 and the stock",
+        ),
+        (
+            "perUserLimit",
+            json!(6),
+            "perUserLimit must be between 1 and the stock",
+        ),
+        ("perUserLimit", json!(true), "invalid type: boolean"),
+        ("productId", json!("p#1"), "productId must be 1 to 64"),
+        ("productId", json!(12), "invalid type: integer"),
+        ("title", json!(""), "title must be 1 to 200"),
+        ("title", json!("t".repeat(201)), "title must be 1 to 200"),
+        (
+            "startsAt",
+            json!("yesterday"),
+            "startsAt must be an RFC 3339 time",
+        ),
+        ("startsAt", json!(1_700_000_000), "invalid type: integer"),
+        (
+            "endsAt",
+            json!("2026-13-45T99:00:00Z"),
+            "endsAt must be an RFC 3339 time",
+        ),
+        (
+            "endsAt",
+            json!("+10000-01-01T00:00:00Z"),
+            "endsAt must be an RFC 3339 time",
+        ),
+        (
+            "endsAt",
+            json!("9999-12-31T23:59:59Z"),
+            "endsAt must be at most 365 days",
+        ),
+        (
+            "startsAt",
+            json!("0001-01-01T00:00:00Z"),
+            "endsAt must be at most 365 days",
+        ),
+        ("discount", json!(10), "unknown field `discount`"),
+    ];
+    for (field, value, names) in sale_cases {
+        let mut body = sale_body();
+        body[field] = value;
+        let what = format!("{field} = {}", body[field]);
+        let answer = raw
+            .send(
+                "POST",
+                "/seckill/activities",
+                Some(&operator),
+                body.to_string(),
+            )
+            .await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, &what);
+    }
+    for (starts, ends, names) in [
+        (
+            "1970-01-01T00:00:00Z",
+            "1970-01-02T00:00:00Z",
+            "endsAt must be in the future",
+        ),
+        (
+            "2010-01-01T00:00:00Z",
+            "2011-01-01T00:00:00Z",
+            "endsAt must be in the future",
+        ),
+        (
+            "2100-01-01T00:00:00Z",
+            "2100-01-02T00:00:00Z",
+            "startsAt must be at most a year ahead",
+        ),
+        (
+            "2100-01-02T00:00:00Z",
+            "2100-01-01T00:00:00Z",
+            "endsAt must be after startsAt",
+        ),
+    ] {
+        let mut body = sale_body();
+        body["startsAt"] = json!(starts);
+        body["endsAt"] = json!(ends);
+        let answer = raw
+            .send(
+                "POST",
+                "/seckill/activities",
+                Some(&operator),
+                body.to_string(),
+            )
+            .await;
+        assert_error(
+            &answer,
+            400,
+            "BAD_REQUEST",
+            names,
+            &format!("{starts}..{ends}"),
+        );
+    }
+
+    // Ids in the path: malformed ones are 400s naming the parameter; well-formed unknown
+    // ones are 404s.
+    let unknown_sale = uuid::Uuid::now_v7().to_string();
+    for (method, path, who, names) in [
+        ("GET", "/users/a%23b", &alice, "userId in the path"),
+        ("GET", "/users/%C3%BCber", &alice, "userId in the path"),
+        ("PUT", "/users/a%20b/follow", &alice, "userId in the path"),
+        (
+            "GET",
+            "/users/a%23b/followers",
+            &alice,
+            "userId in the path",
+        ),
+        (
+            "GET",
+            "/seckill/activities/42",
+            &alice,
+            "a sale id is a UUID",
+        ),
+        (
+            "POST",
+            "/seckill/activities/nope/orders",
+            &alice,
+            "a sale id is a UUID",
+        ),
+        (
+            "POST",
+            "/seckill/activities/nope/publish",
+            &operator,
+            "a sale id is a UUID",
+        ),
+        ("GET", "/orders/a%23b", &alice, "orderId in the path"),
+        (
+            "GET",
+            &format!("/orders/{}", "o".repeat(129)),
+            &alice,
+            "orderId in the path",
+        ),
+    ] {
+        let answer = raw.send(method, path, Some(who), "").await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, path);
+    }
+    for (method, path, who) in [
+        ("GET", "/users/nobody".to_owned(), &alice),
+        ("GET", format!("/seckill/activities/{unknown_sale}"), &alice),
+        (
+            "POST",
+            format!("/seckill/activities/{unknown_sale}/orders"),
+            &alice,
+        ),
+        (
+            "POST",
+            format!("/seckill/activities/{unknown_sale}/publish"),
+            &operator,
+        ),
+        (
+            "GET",
+            format!("/orders/{unknown_sale}.{}", "0".repeat(32)),
+            &alice,
+        ),
+    ] {
+        let (status, body) = raw.send(method, &path, Some(who), "").await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (404, Some("NOT_FOUND")),
+            "{path}"
+        );
+    }
+
+    // Page sizes.
+    for list in [
+        "/notifications",
+        "/orders",
+        "/users/alice/followers",
+        "/users/alice/following",
+    ] {
+        for limit in ["0", "-1", "101", "99999999999999999999", "ten", "1.5", ""] {
+            let path = format!("{list}?limit={limit}");
+            let answer = raw.send("GET", &path, Some(&alice), "").await;
+            assert_error(
+                &answer,
+                400,
+                "BAD_REQUEST",
+                "limit must be an integer from 1 to 100",
+                &path,
+            );
+        }
+    }
+
+    // Cursors: garbage, forged, and a real one used on another list.
+    let bob = sign_up(&cloud, "bob").await;
+    let carol = sign_up(&cloud, "carol").await;
+    for fan in [&bob, &carol] {
+        let (status, body) = fan.call("PUT", "/users/alice/follow", None).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, page) = raw
+        .send("GET", "/users/alice/followers?limit=1", Some(&alice), "")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let cursor = page["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let (status, _) = raw
+        .send(
+            "GET",
+            &format!("/users/alice/followers?limit=1&cursor={cursor}"),
+            Some(&alice),
+            "",
+        )
+        .await;
+    assert_eq!(status, 200, "the cursor works on its own list");
+    let forged = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"pk":"USER#bob","sk":"PROFILE"}"#)
+    };
+    for list in [
+        "/users/bob/followers",
+        "/users/alice/following",
+        "/notifications",
+        "/orders",
+    ] {
+        for garbage in ["%25%25%25", "bm9wZQ", "A", forged.as_str(), cursor.as_str()] {
+            let path = format!("{list}?cursor={garbage}");
+            let answer = raw.send("GET", &path, Some(&alice), "").await;
+            assert_error(&answer, 400, "BAD_REQUEST", "cursor is invalid", &path);
+        }
+    }
+
+    // Mark-read and pay bodies.
+    let too_many = json!({"ids": vec!["x"; 101]}).to_string();
+    for (body, names) in [
+        (r#"{"ids": [1]}"#, "invalid type: integer"),
+        (r#"{"ids": "all"}"#, "invalid type: string"),
+        (r#"{"ids": []}"#, "ids must hold 1 to 100"),
+        (too_many.as_str(), "ids must hold 1 to 100"),
+        (r#"{"all": false}"#, "send either"),
+        (r#"{"all": "yes"}"#, "invalid type: string"),
+        (r#"{"ids": ["a"], "all": true}"#, "send either"),
+        (
+            r#"{"ids": ["a"], "recipient": "bob"}"#,
+            "unknown field `recipient`",
+        ),
+    ] {
+        let answer = raw
+            .send("POST", "/notifications/read", Some(&alice), body)
+            .await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, body);
+    }
+    let order = format!("/orders/{unknown_sale}.{}/pay", "0".repeat(32));
+    for (body, names) in [
+        (r#"{"method": "cash"}"#, "method must be"),
+        (r#"{"method": 1}"#, "invalid type: integer"),
+        (r#"{}"#, "missing field `method`"),
+        (
+            r#"{"method": "COD", "amountCents": 0}"#,
+            "unknown field `amountCents`",
+        ),
+    ] {
+        let answer = raw.send("POST", &order, Some(&alice), body).await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, body);
+    }
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_and_roles_are_checked_before_anything_is_done() {
+    let cloud = start(options(&unique_stack())).await;
+    let raw = Raw::new(&cloud);
+    let secret = DEFAULT_LOCAL_SECRET.as_bytes();
+    let now = now_unix();
+    let claims = |exp: u64| {
+        json!({"sub": "mallory", "iat": now - 7200, "exp": exp, "iss": LOCAL_ISSUER,
+               "token_use": "access", "cognito:groups": ["admin"]})
+    };
+    let valid = sign(secret, &claims(now + 600));
+    let (payload, signature) = valid.rsplit_once('.').unwrap();
+    let tampered_signature = format!("{payload}.{}", signature.chars().rev().collect::<String>());
+    let refused: Vec<(&str, Option<String>)> = vec![
+        ("no token", None),
+        ("an empty bearer", Some("Bearer ".to_owned())),
+        ("not a JWT", Some("Bearer not-a-token".to_owned())),
+        ("three garbage parts", Some("Bearer a.b.c".to_owned())),
+        ("another scheme", Some(format!("Basic {valid}"))),
+        (
+            "signed with another secret",
+            Some(bearer(&sign(b"not the secret", &claims(now + 600)))),
+        ),
+        ("a tampered signature", Some(bearer(&tampered_signature))),
+        ("expired", Some(bearer(&sign(secret, &claims(now - 60))))),
+        (
+            "unsigned (alg none)",
+            Some(bearer(&{
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+                format!(
+                    "{}.{}.",
+                    b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
+                    b64.encode(claims(now + 600).to_string())
+                )
+            })),
+        ),
+    ];
+    let sale = sale_body().to_string();
+    for (what, authorization) in &refused {
+        for (method, path, body) in [
+            ("PUT", "/users/me", r#"{"displayName": "Mallory"}"#),
+            ("GET", "/notifications", ""),
+            ("GET", "/orders", ""),
+            ("POST", "/seckill/activities", sale.as_str()),
+        ] {
+            let (status, answer) = raw.send(method, path, authorization.as_deref(), body).await;
+            assert_eq!(
+                (status, &answer),
+                (401, &json!({"message": "Unauthorized"})),
+                "{what}: {method} {path}"
+            );
+        }
+    }
+    // Nothing was written by any of them: mallory has no profile.
+    let (status, _) = raw
+        .send(
+            "GET",
+            "/users/mallory",
+            Some(&bearer(&user_token("alice", &[]))),
+            "",
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    // The public route needs no token (and an unknown sale is simply not found).
+    let unknown = uuid::Uuid::now_v7();
+    let (status, _) = raw
+        .send("GET", &format!("/seckill/activities/{unknown}"), None, "")
+        .await;
+    assert_eq!(status, 404);
+
+    // Operators only: a plain user, or a look-alike group, is 403 on both admin routes.
+    let operator = Api::admin(&cloud, "operator");
+    let (status, draft) = operator
+        .call("POST", "/seckill/activities", Some(sale_body()))
+        .await;
+    assert_eq!(status, 201, "{draft}");
+    let draft = draft["id"].as_str().unwrap().to_owned();
+    for groups in [&[][..], &["admins"], &["Admin"], &["buyers"]] {
+        let token = bearer(&user_token("ann", groups));
+        let answer = raw
+            .send("POST", "/seckill/activities", Some(&token), sale.clone())
+            .await;
+        assert_error(
+            &answer,
+            403,
+            "FORBIDDEN",
+            "operators only",
+            &format!("{groups:?}"),
+        );
+        let path = format!("/seckill/activities/{draft}/publish");
+        let answer = raw.send("POST", &path, Some(&token), "").await;
+        assert_error(
+            &answer,
+            403,
+            "FORBIDDEN",
+            "operators only",
+            &format!("{groups:?}"),
+        );
+    }
+    // The draft was not published by any of them.
+    let (status, _) = raw
+        .send("GET", &format!("/seckill/activities/{draft}"), None, "")
+        .await;
+    assert_eq!(status, 404, "an unpublished draft is invisible");
+
+    // A verified token whose subject cannot be a user id is refused by the function.
+    let odd = bearer(&local_token(secret, "a#b", &[], Duration::from_secs(60)));
+    let answer = raw.send("GET", "/notifications", Some(&odd), "").await;
+    assert_error(&answer, 401, "UNAUTHENTICATED", "bearer token", "sub a#b");
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn no_user_reads_or_pays_another_users_order_or_notifications() {
+    let cloud = start(options(&unique_stack())).await;
+    let raw = Raw::new(&cloud);
+    let operator = Api::admin(&cloud, "operator");
+    let (status, sale) = operator
+        .call("POST", "/seckill/activities", Some(sale_body()))
+        .await;
+    assert_eq!(status, 201, "{sale}");
+    let sale = sale["id"].as_str().unwrap().to_owned();
+    let (status, body) = operator
+        .call("POST", &format!("/seckill/activities/{sale}/publish"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let ann = Api::new(&cloud, Some("ann"));
+    let bob = Api::new(&cloud, Some("bob"));
+    let (status, placed) = ann
+        .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
+        .await;
+    assert_eq!(status, 202, "{placed}");
+    let order = placed["orderId"].as_str().unwrap().to_owned();
+    // A well-formed order id that exists nowhere: what bob must see for ann's, byte for byte.
+    let unknown = format!("{sale}.{}", uuid::Uuid::now_v7().simple());
+    let (_, unknown_answer) = bob.call("GET", &format!("/orders/{unknown}"), None).await;
+    let not_found = json!({"error": {"code": "NOT_FOUND", "message": "no such order"}});
+    assert_eq!(unknown_answer, not_found);
+
+    // Pending (in Redis only), then confirmed (in DynamoDB): the same 404 for bob.
+    let (status, body) = bob.call("GET", &format!("/orders/{order}"), None).await;
+    assert_eq!((status, &body), (404, &not_found), "pending");
+    eventually(WAIT, "ann's order is confirmed", || async {
+        let (status, body) = ann.call("GET", &format!("/orders/{order}"), None).await;
+        (status == 200 && body["status"] == "CONFIRMED").then_some(())
+    })
+    .await;
+    let (status, body) = bob.call("GET", &format!("/orders/{order}"), None).await;
+    assert_eq!((status, &body), (404, &not_found), "confirmed");
+    for method in ["COD", "ONLINE"] {
+        let (status, body) = bob
+            .call(
+                "POST",
+                &format!("/orders/{order}/pay"),
+                Some(json!({"method": method})),
+            )
+            .await;
+        assert_eq!((status, &body), (404, &not_found), "bob pays with {method}");
+    }
+    let (status, mine) = ann.call("GET", &format!("/orders/{order}"), None).await;
+    assert_eq!(
+        (status, mine["status"].as_str(), mine.get("paidAt")),
+        (200, Some("CONFIRMED"), None),
+        "bob's attempts changed nothing: {mine}"
+    );
+    let (status, list) = bob.call("GET", "/orders", None).await;
+    assert_eq!(
+        (status, &list["items"]),
+        (200, &json!([])),
+        "bob lists only his own"
+    );
+    let (status, list) = ann.call("GET", "/orders", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["items"][0]["orderId"], order.as_str());
+    assert!(list["items"][0].get("userId").is_none(), "{list}");
+
+    // Notifications are the caller's only: the route has no user in its path at all.
+    let cat = sign_up(&cloud, "cat").await;
+    let dan = sign_up(&cloud, "dan").await;
+    let (status, body) = cat.call("PUT", "/users/dan/follow", None).await;
+    assert_eq!(status, 200, "{body}");
+    let notification = eventually(WAIT, "dan is notified", || async {
+        let (status, body) = dan.call("GET", "/notifications", None).await;
+        assert_eq!(status, 200, "{body}");
+        body["items"][0]["notificationId"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    let (status, theirs) = cat.call("GET", "/notifications", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(theirs["items"], json!([]), "cat sees none of dan's");
+    assert_eq!(theirs["unreadCount"], 0);
+    let cat_token = bearer(&user_token("cat", &[]));
+    for path in [
+        "/users/dan/notifications",
+        "/notifications/dan",
+        "/notifications?userId=dan",
+        "/notifications?recipient=dan",
+    ] {
+        let (status, body) = raw.send("GET", path, Some(&cat_token), "").await;
+        assert!(
+            status == 404 || body["items"] == json!([]),
+            "{path}: {status} {body}"
+        );
+    }
+    for body in [json!({"ids": [notification]}), json!({"all": true})] {
+        let (status, answer) = cat.call("POST", "/notifications/read", Some(body)).await;
+        assert_eq!(
+            (status, &answer),
+            (200, &json!({"marked": 0, "unreadCount": 0})),
+            "cat marks dan's"
+        );
+    }
+    let (_, still) = dan.call("GET", "/notifications", None).await;
+    assert_eq!(still["unreadCount"], 1, "{still}");
+    assert_eq!(still["items"][0]["read"], false, "{still}");
+    let (status, answer) = dan
+        .call(
+            "POST",
+            "/notifications/read",
+            Some(json!({"ids": [notification]})),
+        )
+        .await;
+    assert_eq!(
+        (status, &answer),
+        (200, &json!({"marked": 1, "unreadCount": 0}))
+    );
+    cloud.stop().await;
+}
