@@ -32,7 +32,7 @@ async function setupPosters(context) {
   const posterKeys = Array.from({ length: POSTERS }, (_, i) => `poster-${runId}-${i}`);
   const fans = fanPoolSize();
   const fanKeys = Array.from({ length: fans }, (_, i) => `fan-${runId}-${i}`);
-  const { password, ids } = await auth.prepareUsers([...posterKeys, ...fanKeys]);
+  const { password, ids, sessions } = await auth.prepareUsers([...posterKeys, ...fanKeys]);
 
   const posters = [];
   for (const key of posterKeys) {
@@ -44,7 +44,13 @@ async function setupPosters(context) {
   context.vars.posters = posters;
   context.vars.fanIds = fans > 0 ? fanKeys.map((k) => ids[k]) : [];
   if (password) context.vars.loadPassword = password;
+  if (sessions) context.vars.cognitoSessions = sessions;
   console.log(`follow: run ${runId}, ${POSTERS} posters with profiles, ${fans || 'a new'} fan${fans ? ' pool' : ' per virtual user'}`);
+}
+
+// What a virtual user needs to get a Cognito user's token (nothing, locally).
+function credentials(context) {
+  return { password: context.vars.loadPassword, sessions: context.vars.cognitoSessions };
 }
 
 // A fan: who they are, whom they follow, whether they unfollow one of them afterwards.
@@ -52,7 +58,7 @@ async function pickFan(context) {
   const { runId, posters } = context.vars;
   const fans = fanPoolSize();
   const key = fans > 0 ? `fan-${runId}-${randomInt(fans)}` : `fan-${runId}-${context._uid.slice(0, 13)}`;
-  const { token, id } = await auth.session(key, { password: context.vars.loadPassword });
+  const { token, id } = await auth.session(key, credentials(context));
   const targets = sample(posters, FOLLOWS_PER_USER).map((p) => p.id);
   context.vars.token = token;
   context.vars.myId = id;
@@ -66,7 +72,7 @@ async function pickFan(context) {
 // A poster coming back to read who followed them.
 async function pickPoster(context) {
   const poster = context.vars.posters[randomInt(context.vars.posters.length)];
-  const { token, id } = await auth.session(poster.key, { password: context.vars.loadPassword });
+  const { token, id } = await auth.session(poster.key, credentials(context));
   context.vars.token = token;
   context.vars.myId = id;
   context.vars.thinkTime = THINK_TIME;

@@ -11,6 +11,10 @@
 //   SECKILL_CHECK_FILE           where the after hook writes its verdict as JSON (optional)
 //   THINK_TIME [0]               seconds between reading the detail page and ordering
 //   AUTH_MODE, LOCAL_JWT_SECRET, COGNITO_*: see lib/auth.js
+//
+// The check assumes that the payment window (the template's PaymentWindowSeconds, 900 s by
+// default) outlasts the run: nobody pays here, so an order cancelled meanwhile would give its
+// unit back and the sale would rightly no longer be sold out.
 'use strict';
 
 const fs = require('node:fs');
@@ -33,7 +37,7 @@ async function setupSale(context) {
   const runId = newRunId();
   const operator = `ops-${runId}`;
   const buyers = Array.from({ length: BUYERS }, (_, i) => buyerKey(runId, i));
-  const { password, ids } = await auth.prepareUsers(buyers, [operator]);
+  const { password, ids, sessions } = await auth.prepareUsers(buyers, [operator]);
   const { token } = await auth.session(operator, { admin: true, password });
 
   const now = Date.now();
@@ -60,6 +64,7 @@ async function setupSale(context) {
   context.vars.stock = STOCK;
   context.vars.buyerIds = buyers.map((k) => ids[k]);
   if (password) context.vars.loadPassword = password;
+  if (sessions) context.vars.cognitoSessions = sessions;
   console.log(`seckill: run ${runId}, sale ${sale.id} published: ${STOCK} units, ${PER_USER_LIMIT} per buyer, ${BUYERS} buyers`);
 }
 
@@ -67,7 +72,10 @@ async function setupSale(context) {
 // every buyer's orders).
 async function pickBuyer(context) {
   const key = buyerKey(context.vars.runId, randomInt(BUYERS));
-  const { token } = await auth.session(key, { password: context.vars.loadPassword });
+  const { token } = await auth.session(key, {
+    password: context.vars.loadPassword,
+    sessions: context.vars.cognitoSessions,
+  });
   context.vars.token = token;
   context.vars.thinkTime = THINK_TIME;
 }

@@ -151,8 +151,10 @@ function newPassword() {
 
 const cache = new Map(); // key -> { token, id, expiresAt }
 
-// Prepares users once, before the load (the before hook): in Cognito mode creates them and
-// answers their ids. Answers { password?, ids: { key: id } }.
+// Prepares users once, before the load (the before hook). Answers { ids: { key: id } } and,
+// in Cognito mode, { password, sessions: { key: { token, id, expiresAt } } }: the before hook
+// hands both to the virtual users through its variables, so that the load itself makes no
+// Cognito calls (its default quotas are far below a load test's arrival rates).
 async function prepareUsers(keys, adminKeys = []) {
   const ids = {};
   if (mode() === 'local') {
@@ -162,32 +164,37 @@ async function prepareUsers(keys, adminKeys = []) {
   await checkCognitoCredentials();
   const password = process.env.LOADTEST_PASSWORD || newPassword();
   const all = [...keys.map((k) => [k, false]), ...adminKeys.map((k) => [k, true])];
+  const sessions = {};
   // A few at a time: the admin API's default quotas are tens of requests per second.
   const parallel = 4;
   for (let i = 0; i < all.length; i += parallel) {
     await Promise.all(
       all.slice(i, i + parallel).map(async ([key, admin]) => {
         await ensureCognitoUser(key, password, admin);
-        const session = await cognitoLogin(key, password);
-        cache.set(key, session);
-        ids[key] = session.id;
+        const fresh = await cognitoLogin(key, password);
+        cache.set(key, fresh);
+        sessions[key] = fresh;
+        ids[key] = fresh.id;
       })
     );
+    if (i > 0 && i % 100 === 0) console.log(`  ${i} of ${all.length} Cognito users ready`);
   }
-  return { password, ids };
+  return { password, ids, sessions };
 }
 
-// Answers { token, id } for a user key. `password` comes from prepareUsers (Cognito only).
-async function session(key, { admin = false, password } = {}) {
+// Answers { token, id } for a user key. Cognito mode: `sessions` and `password` come from
+// prepareUsers (through the before hook's variables); a token close to expiry is renewed.
+async function session(key, { admin = false, password, sessions } = {}) {
   if (mode() === 'local') {
     return { token: localToken(key, admin ? [ADMIN_GROUP] : []), id: key };
   }
-  const cached = cache.get(key);
-  if (cached && cached.expiresAt - Date.now() > 60_000) return cached;
+  const fresh = (s) => s && s.expiresAt - Date.now() > 60_000;
+  const cached = cache.get(key) || (sessions && sessions[key]);
+  if (fresh(cached)) return cached;
   if (!password) throw new Error(`no password for Cognito user ${key}: was it prepared in the before hook?`);
-  const fresh = await cognitoLogin(key, password);
-  cache.set(key, fresh);
-  return fresh;
+  const renewed = await cognitoLogin(key, password);
+  cache.set(key, renewed);
+  return renewed;
 }
 
 module.exports = { mode, prepareUsers, session, localToken };
