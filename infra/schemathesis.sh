@@ -35,8 +35,38 @@ st="$root/.local/venv/schemathesis/bin/schemathesis"
 
 seed=${SCHEMATHESIS_SEED:-20261130}
 limit=${SCHEMATHESIS_TIMEOUT:-25}
-user_token=$("$runner" token --sub schemathesis-user)
+# The user is `ada`, the userId of openapi.yaml's examples, so that the examples phase reads a
+# profile, a follower list and notifications that exist, and checks their 200 bodies too.
+user_token=$("$runner" token --sub ada)
+fan_token=$("$runner" token --sub schemathesis-fan)
 admin_token=$("$runner" token --sub schemathesis-operator --groups admin)
+
+# Seed what the examples read: ada's profile, a follower (and so a notification), and an order
+# of ada's on a published sale. Idempotent, so a second run against the same cloud is fine.
+"$root/.local/venv/schemathesis/bin/python" - "$url" "$user_token" "$fan_token" "$admin_token" <<'PY'
+import datetime, json, sys, urllib.request
+
+url, ada, fan, operator = sys.argv[1:]
+
+def call(token, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, method=method, headers={
+        "authorization": "Bearer " + token, "content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+now = datetime.datetime.now(datetime.timezone.utc)
+stamp = lambda at: at.strftime("%Y-%m-%dT%H:%M:%SZ")
+call(ada, "PUT", "/users/me", {"displayName": "Ada"})
+call(fan, "PUT", "/users/me", {"displayName": "Fan"})
+call(fan, "PUT", "/users/ada/follow")
+sale = call(operator, "POST", "/seckill/activities", {
+    "productId": "schemathesis", "title": "Seeded", "priceCents": 100, "stock": 10,
+    "perUserLimit": 1, "startsAt": stamp(now - datetime.timedelta(minutes=1)),
+    "endsAt": stamp(now + datetime.timedelta(hours=1))})["id"]
+call(operator, "POST", f"/seckill/activities/{sale}/publish")
+call(ada, "POST", f"/seckill/activities/{sale}/orders")
+PY
 
 # Schemathesis keeps scratch files in its working directory; keep them out of the tree.
 work="$root/.local/schemathesis"
