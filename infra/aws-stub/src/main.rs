@@ -1,0 +1,537 @@
+//! `aws-stub`: an AWS endpoint on 127.0.0.1 that answers the functions' DynamoDB and SQS
+//! calls at once with canned, plausible data, so that a benchmark measures the functions and
+//! the local runner, not an emulator.
+//!
+//! It speaks the JSON 1.0 protocol of both services: DynamoDB
+//! (`X-Amz-Target: DynamoDB_20120810.<Op>`) and SQS (`AmazonSQS.<Op>`; the pinned
+//! `aws-sdk-sqs` uses the JSON protocol, not the older query protocol). Requests are not
+//! checked against any state and conditions are never evaluated: **every write succeeds**
+//! (PutItem, UpdateItem, TransactWriteItems, SendMessage...), so each benchmarked request takes
+//! its happy path. Reads are derived from the requested key, so the handler finds what it
+//! looks for:
+//!
+//! | request | answer |
+//! |---|---|
+//! | GetItem / BatchGetItem `USER#<u>` / `PROFILE` | an ACTIVE profile of `<u>` with counters |
+//! | GetItem `USER#<u>` / `FOLLOWS#<v>` | the edge, followed a minute ago |
+//! | GetItem `USER#<u>` / `NOTIFSTATE` | `unreadCount` 3 |
+//! | GetItem `SALE#<id>` / `SALE` | a PUBLISHED sale: started an hour ago, ends in a day, 1,000,000 units, 100 per user |
+//! | GetItem `ORDER#<id>` / `ORDER` | a CONFIRMED order of `--order-owner` (the key does not say who owns it) |
+//! | UpdateItem with `ReturnValues` | the canned item of the key, with `:name` as `displayName` and the sale PUBLISHED |
+//! | Query `FOLLOWERS#<u>` / `FOLLOWING#<u>` | a full page (`Limit`, at most 20) of edges, no `LastEvaluatedKey` |
+//! | Query `NOTIF#<u>` | a page of unread FOLLOW notifications |
+//! | Query `USER#<u>` on `gsi1` | a page of `<u>`'s CONFIRMED orders |
+//! | Scan | no item (so `reconcile` finds no published sale) |
+//! | SendMessageBatch | every entry successful, with the body's real MD5 |
+//! | ReceiveMessage | no message, after `WaitTimeSeconds` (capped at 1 s) as an empty queue |
+//!
+//! It also answers what `local-cloud up` calls at provision time (CreateTable, DescribeTable,
+//! DescribeTimeToLive, UpdateTimeToLive, GetQueueUrl, CreateQueue, SetQueueAttributes,
+//! GetQueueAttributes), with queue URLs `http://<Host>/<account>/<name>` as the runner expects.
+//! DynamoDB Streams answer no stream. Any other operation is a 400 `UnknownOperationException`
+//! and is counted: `GET /__stub/stats` answers the count of every operation served, so a
+//! benchmark can report its AWS calls per request and prove none went unanswered.
+//!
+//! Not a DynamoDB or SQS emulator: nothing is stored, nothing is ever refused (no
+//! `ConditionalCheckFailed`, no throttling). The figures measured against it are the functions'
+//! own overhead, a floor that no real endpoint reaches.
+
+use anyhow::Context;
+use bytes::Bytes;
+use clap::Parser;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use md5::{Digest, Md5};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use time::OffsetDateTime;
+use time::macros::format_description;
+
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    /// Where to listen; loopback only.
+    #[arg(long, default_value = "127.0.0.1:3920")]
+    address: SocketAddr,
+    /// The account in queue URLs (the runner's default is moto's).
+    #[arg(long, default_value = "123456789012")]
+    account_id: String,
+    /// Who owns every order that GetItem answers (an order's key does not name its owner).
+    #[arg(long, default_value = "bench-user")]
+    order_owner: String,
+}
+
+/// Items per page of a Query that names no `Limit`.
+const DEFAULT_PAGE: usize = 20;
+/// The sale of the canned orders on list pages.
+const LISTED_SALE: &str = "0193a4b2-7c00-7000-8000-00000000be01";
+/// The longest a ReceiveMessage waits before answering that the queue is empty.
+const MAX_RECEIVE_WAIT: Duration = Duration::from_secs(1);
+
+struct Stub {
+    account_id: String,
+    order_owner: String,
+    calls: Mutex<BTreeMap<String, u64>>,
+}
+
+type Attributes = Map<String, Value>;
+
+fn s(value: impl Into<String>) -> Value {
+    json!({ "S": value.into() })
+}
+
+fn n(value: impl ToString) -> Value {
+    json!({ "N": value.to_string() })
+}
+
+/// A time in the tables' fixed-width format, `offset` seconds from now.
+fn at(offset_seconds: i64) -> String {
+    (OffsetDateTime::now_utc() + time::Duration::seconds(offset_seconds))
+        .format(format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+        ))
+        .expect("a UTC time formats")
+}
+
+fn hex32(seed: u64) -> String {
+    format!("{:032x}", u128::from(seed) * 0x9e37_79b9_7f4a_7c15 + 1)
+}
+
+fn string_of<'a>(attributes: &'a Value, name: &str) -> Option<&'a str> {
+    attributes.get(name)?.get("S")?.as_str()
+}
+
+impl Stub {
+    fn profile(user: &str, display_name: Option<&str>) -> Attributes {
+        let mut item = Map::new();
+        item.insert("pk".into(), s(format!("USER#{user}")));
+        item.insert("sk".into(), s("PROFILE"));
+        item.insert("entity".into(), s("PROFILE"));
+        item.insert("userId".into(), s(user));
+        item.insert(
+            "displayName".into(),
+            s(display_name.map_or_else(|| format!("User {user}"), str::to_owned)),
+        );
+        item.insert("followingCount".into(), n(12));
+        item.insert("followerCount".into(), n(34));
+        item.insert("status".into(), s("ACTIVE"));
+        item.insert("createdAt".into(), s(at(-86_400)));
+        item
+    }
+
+    fn edge(follower: &str, followee: &str, followed_at: &str) -> Attributes {
+        let mut item = Map::new();
+        item.insert("pk".into(), s(format!("USER#{follower}")));
+        item.insert("sk".into(), s(format!("FOLLOWS#{followee}")));
+        item.insert("entity".into(), s("FOLLOW"));
+        item.insert("followerId".into(), s(follower));
+        item.insert("followeeId".into(), s(followee));
+        item.insert("followedAt".into(), s(followed_at));
+        item.insert("gsi1pk".into(), s(format!("FOLLOWERS#{followee}")));
+        item.insert("gsi1sk".into(), s(format!("{followed_at}#{follower}")));
+        item.insert("gsi2pk".into(), s(format!("FOLLOWING#{follower}")));
+        item.insert("gsi2sk".into(), s(format!("{followed_at}#{followee}")));
+        item
+    }
+
+    fn sale(id: &str) -> Attributes {
+        let mut item = Map::new();
+        item.insert("pk".into(), s(format!("SALE#{id}")));
+        item.insert("sk".into(), s("SALE"));
+        item.insert("entity".into(), s("SALE"));
+        item.insert("saleId".into(), s(id));
+        item.insert("productId".into(), s("p-bench"));
+        item.insert("title".into(), s("Benchmark phone"));
+        item.insert("priceCents".into(), n(19_900));
+        item.insert("initialStock".into(), n(1_000_000));
+        item.insert("stockRemaining".into(), n(1_000_000));
+        item.insert("perUserLimit".into(), n(100));
+        item.insert("startsAt".into(), s(at(-3_600)));
+        item.insert("endsAt".into(), s(at(86_400)));
+        item.insert("state".into(), s("PUBLISHED"));
+        item.insert("createdAt".into(), s(at(-7_200)));
+        item
+    }
+
+    fn order(order_id: &str, user: &str, created_at: &str) -> Attributes {
+        // `<saleId>.<uuid>` names its sale; any other id gets the listed sale.
+        let sale_id = order_id
+            .split_once('.')
+            .map_or(LISTED_SALE, |(sale, _)| sale);
+        let mut item = Map::new();
+        item.insert("pk".into(), s(format!("ORDER#{order_id}")));
+        item.insert("sk".into(), s("ORDER"));
+        item.insert("orderId".into(), s(order_id));
+        item.insert("saleId".into(), s(sale_id));
+        item.insert("userId".into(), s(user));
+        item.insert("priceCents".into(), n(19_900));
+        item.insert("status".into(), s("CONFIRMED"));
+        item.insert("createdAt".into(), s(created_at));
+        item.insert("gsi1pk".into(), s(format!("USER#{user}")));
+        item.insert("gsi1sk".into(), s(format!("{created_at}#{order_id}")));
+        item
+    }
+
+    fn notification(recipient: &str, index: u64) -> Attributes {
+        let created_at = at(-60 * (index as i64 + 1));
+        let id = format!("{created_at}_{}", hex32(index));
+        let mut item = Map::new();
+        item.insert("pk".into(), s(format!("NOTIF#{recipient}")));
+        item.insert("sk".into(), s(format!("{created_at}#{id}")));
+        item.insert("notificationId".into(), s(&id));
+        item.insert("type".into(), s("FOLLOW"));
+        item.insert("actorId".into(), s(format!("user-{index:05}")));
+        item.insert("targetType".into(), s("USER"));
+        item.insert("targetId".into(), s(recipient));
+        item.insert("createdAt".into(), s(created_at));
+        item.insert("read".into(), json!({ "BOOL": false }));
+        item
+    }
+
+    /// The item a key names, or `None` for a key that names nothing the functions keep.
+    fn item_for(&self, key: &Value) -> Option<Attributes> {
+        let pk = string_of(key, "pk")?;
+        let sk = string_of(key, "sk")?;
+        let (kind, id) = pk.split_once('#')?;
+        match (kind, sk) {
+            ("USER", "PROFILE") => Some(Self::profile(id, None)),
+            ("USER", "NOTIFSTATE") => {
+                let mut item = Map::new();
+                item.insert("pk".into(), s(pk));
+                item.insert("sk".into(), s(sk));
+                item.insert("unreadCount".into(), n(3));
+                Some(item)
+            }
+            ("USER", edge) if edge.starts_with("FOLLOWS#") => {
+                Some(Self::edge(id, &edge["FOLLOWS#".len()..], &at(-60)))
+            }
+            ("SALE", "SALE") => Some(Self::sale(id)),
+            ("ORDER", "ORDER") => Some(Self::order(id, &self.order_owner, &at(-30))),
+            _ => None,
+        }
+    }
+
+    fn page_size(request: &Value) -> usize {
+        request
+            .get("Limit")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_PAGE, |limit| (limit as usize).min(DEFAULT_PAGE))
+    }
+
+    fn query(&self, request: &Value) -> Value {
+        let partition = request
+            .pointer("/ExpressionAttributeValues/:pk/S")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let size = Self::page_size(request);
+        let (kind, id) = partition.split_once('#').unwrap_or(("", ""));
+        let items: Vec<Attributes> = (0..size as u64)
+            .map(|i| {
+                let other = format!("user-{i:05}");
+                // Newest first, as the functions ask (ScanIndexForward false).
+                let followed_at = at(-60 * (i as i64 + 1));
+                match kind {
+                    "FOLLOWERS" => Some(Self::edge(&other, id, &followed_at)),
+                    "FOLLOWING" => Some(Self::edge(id, &other, &followed_at)),
+                    "NOTIF" => Some(Self::notification(id, i)),
+                    "USER" => Some(Self::order(
+                        &format!("{LISTED_SALE}.{}", hex32(i)),
+                        id,
+                        &followed_at,
+                    )),
+                    _ => None,
+                }
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() })
+    }
+
+    fn dynamodb(&self, operation: &str, request: &Value) -> Option<Value> {
+        let table = request
+            .get("TableName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Some(match operation {
+            "GetItem" => match request.get("Key").and_then(|key| self.item_for(key)) {
+                Some(item) => json!({ "Item": item }),
+                None => json!({}),
+            },
+            "BatchGetItem" => {
+                let mut responses = Map::new();
+                if let Some(tables) = request.get("RequestItems").and_then(Value::as_object) {
+                    for (table, wanted) in tables {
+                        let items: Vec<Attributes> = wanted
+                            .get("Keys")
+                            .and_then(Value::as_array)
+                            .map(|keys| keys.iter().filter_map(|k| self.item_for(k)).collect())
+                            .unwrap_or_default();
+                        responses.insert(table.clone(), json!(items));
+                    }
+                }
+                json!({ "Responses": responses, "UnprocessedKeys": {} })
+            }
+            "UpdateItem" => {
+                let wants_item = request
+                    .get("ReturnValues")
+                    .and_then(Value::as_str)
+                    .is_some_and(|values| values != "NONE");
+                let item = request.get("Key").and_then(|key| self.item_for(key));
+                match item {
+                    Some(mut item) if wants_item => {
+                        if let Some(name) = request.pointer("/ExpressionAttributeValues/:name/S") {
+                            item.insert("displayName".into(), json!({ "S": name }));
+                        }
+                        json!({ "Attributes": item })
+                    }
+                    _ => json!({}),
+                }
+            }
+            "PutItem" | "DeleteItem" | "TransactWriteItems" | "BatchWriteItem" => json!({}),
+            "Query" => self.query(request),
+            "Scan" => json!({ "Items": [], "Count": 0, "ScannedCount": 0 }),
+            "CreateTable" => {
+                let mut description = request.as_object().cloned().unwrap_or_default();
+                description.insert("TableStatus".into(), json!("ACTIVE"));
+                description.insert(
+                    "TableArn".into(),
+                    json!(format!(
+                        "arn:aws:dynamodb:us-east-1:{}:table/{table}",
+                        self.account_id
+                    )),
+                );
+                if request.get("StreamSpecification").is_some() {
+                    description.insert(
+                        "LatestStreamArn".into(),
+                        json!(format!(
+                            "arn:aws:dynamodb:us-east-1:{}:table/{table}/stream/2026-01-01T00:00:00.000",
+                            self.account_id
+                        )),
+                    );
+                }
+                json!({ "TableDescription": description })
+            }
+            "DescribeTable" => json!({ "Table": {
+                "TableName": table,
+                "TableStatus": "ACTIVE",
+                "KeySchema": [
+                    { "AttributeName": "pk", "KeyType": "HASH" },
+                    { "AttributeName": "sk", "KeyType": "RANGE" }
+                ],
+            }}),
+            "DescribeTimeToLive" => {
+                json!({ "TimeToLiveDescription": { "TimeToLiveStatus": "DISABLED" } })
+            }
+            "UpdateTimeToLive" => json!({
+                "TimeToLiveSpecification": request.get("TimeToLiveSpecification").cloned().unwrap_or_default()
+            }),
+            _ => return None,
+        })
+    }
+
+    fn queue_url(&self, host: &str, name: &str) -> String {
+        format!("http://{host}/{}/{name}", self.account_id)
+    }
+
+    fn sqs(&self, operation: &str, request: &Value, host: &str) -> Option<Value> {
+        let md5 = |body: &str| {
+            Md5::digest(body.as_bytes())
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect::<String>()
+        };
+        let message_id = || uuid::Uuid::new_v4().to_string();
+        Some(match operation {
+            "GetQueueUrl" | "CreateQueue" => {
+                let name = request
+                    .get("QueueName")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                json!({ "QueueUrl": self.queue_url(host, name) })
+            }
+            "SetQueueAttributes" | "DeleteMessage" | "ChangeMessageVisibility" | "PurgeQueue" => {
+                json!({})
+            }
+            "GetQueueAttributes" => json!({ "Attributes": {
+                "ApproximateNumberOfMessages": "0",
+                "ApproximateNumberOfMessagesNotVisible": "0",
+            }}),
+            "SendMessage" => {
+                let body = request
+                    .get("MessageBody")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                json!({ "MessageId": message_id(), "MD5OfMessageBody": md5(body) })
+            }
+            "SendMessageBatch" | "DeleteMessageBatch" | "ChangeMessageVisibilityBatch" => {
+                let successful: Vec<Value> = request
+                    .get("Entries")
+                    .and_then(Value::as_array)
+                    .map(|entries| {
+                        entries
+                            .iter()
+                            .map(|entry| {
+                                let id = entry.get("Id").cloned().unwrap_or_default();
+                                match entry.get("MessageBody").and_then(Value::as_str) {
+                                    Some(body) => json!({
+                                        "Id": id,
+                                        "MessageId": message_id(),
+                                        "MD5OfMessageBody": md5(body),
+                                    }),
+                                    None => json!({ "Id": id }),
+                                }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                json!({ "Successful": successful, "Failed": [] })
+            }
+            "ReceiveMessage" => json!({ "Messages": [] }),
+            _ => return None,
+        })
+    }
+
+    fn streams(&self, operation: &str) -> Option<Value> {
+        match operation {
+            "ListStreams" => Some(json!({ "Streams": [] })),
+            _ => None,
+        }
+    }
+
+    fn count(&self, operation: &str) {
+        *self
+            .calls
+            .lock()
+            .expect("no panic while counting")
+            .entry(operation.to_owned())
+            .or_default() += 1;
+    }
+
+    async fn answer(&self, request: Request<Incoming>) -> anyhow::Result<Response<Full<Bytes>>> {
+        if request.uri().path() == "/__stub/stats" {
+            let calls = self.calls.lock().expect("no panic while counting").clone();
+            return Ok(reply(StatusCode::OK, "application/json", json!(calls)));
+        }
+        let target = request
+            .headers()
+            .get("x-amz-target")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let host = request
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("127.0.0.1")
+            .to_owned();
+        let body = request.into_body().collect().await?.to_bytes();
+        let input: Value = if body.is_empty() {
+            json!({})
+        } else {
+            serde_json::from_slice(&body).context("the request body is not JSON")?
+        };
+        let (service, operation) = target.split_once('.').unwrap_or(("", ""));
+        let output = match service {
+            "DynamoDB_20120810" => self.dynamodb(operation, &input),
+            "AmazonSQS" => {
+                if operation == "ReceiveMessage" {
+                    // An empty queue answers a long poll when its wait ends, not at once: a
+                    // poller must not spin on the stub.
+                    let wait = input
+                        .get("WaitTimeSeconds")
+                        .and_then(Value::as_u64)
+                        .map_or(Duration::ZERO, Duration::from_secs);
+                    tokio::time::sleep(wait.min(MAX_RECEIVE_WAIT)).await;
+                }
+                self.sqs(operation, &input, &host)
+            }
+            "DynamoDBStreams_20120810" => self.streams(operation),
+            _ => None,
+        };
+        match output {
+            Some(output) => {
+                self.count(&target);
+                Ok(reply(StatusCode::OK, "application/x-amz-json-1.0", output))
+            }
+            None => {
+                self.count(&format!("unknown:{target}"));
+                eprintln!("aws-stub: unknown operation {target:?}");
+                Ok(reply(
+                    StatusCode::BAD_REQUEST,
+                    "application/x-amz-json-1.0",
+                    json!({
+                        "__type": "com.amazon.coral.service#UnknownOperationException",
+                        "message": format!("aws-stub does not answer {target:?}"),
+                    }),
+                ))
+            }
+        }
+    }
+}
+
+fn reply(status: StatusCode, content_type: &str, body: Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header("x-amzn-requestid", uuid::Uuid::new_v4().to_string())
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a valid response")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    anyhow::ensure!(
+        args.address.ip().is_loopback(),
+        "aws-stub listens on loopback only"
+    );
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .with_context(|| format!("failed to listen on {}", args.address))?;
+    let stub = Arc::new(Stub {
+        account_id: args.account_id,
+        order_owner: args.order_owner,
+        calls: Mutex::new(BTreeMap::new()),
+    });
+    println!("aws-stub listening on http://{}", listener.local_addr()?);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let stub = stub.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let stub = stub.clone();
+                async move {
+                    match stub.answer(request).await {
+                        Ok(response) => Ok::<_, std::convert::Infallible>(response),
+                        Err(err) => Ok(reply(
+                            StatusCode::BAD_REQUEST,
+                            "application/x-amz-json-1.0",
+                            json!({
+                                "__type": "com.amazon.coral.validate#ValidationException",
+                                "message": format!("{err:#}"),
+                            }),
+                        )),
+                    }
+                }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+    let calls = stub.calls.lock().expect("no panic while counting").clone();
+    eprintln!("aws-stub: calls served {}", json!(calls));
+    Ok(())
+}

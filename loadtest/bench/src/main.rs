@@ -1,0 +1,363 @@
+//! `bench`: the functions' benchmark against the design's targets (DESIGN §6), written as a
+//! Markdown report with the command that produced each figure.
+//!
+//! - Part 1 ([`cold_start`]): every function binary of the template and the hello-world
+//!   `lambda_runtime` fixture, spawned one at a time against an in-process Runtime API
+//!   ([`runtime_api`]): init time (spawn to first `GET .../invocation/next`), median and p90
+//!   over `--runs`; stripped size; peak memory (`VmHWM`) after `--invocations` happy-path
+//!   invocations ([`scenarios`]).
+//! - Part 2 ([`throughput`]): every HTTP function through `local-cloud up`, closed-loop load
+//!   ([`load`]) at a fixed concurrency and count, beside the hello-world `lambda_http`
+//!   fixture behind a second runner with the same instances, before and after.
+//!
+//! Every AWS call goes to `aws-stub` (answers at once, canned data); Redis is a real
+//! `redis-server`. `loadtest/bench.sh functions` starts both and runs this.
+
+mod cold_start;
+mod load;
+mod report;
+mod runtime_api;
+mod scenarios;
+mod throughput;
+
+use anyhow::Context;
+use clap::Parser;
+use local_cloud::model::{EventSpec, FunctionSpec};
+use local_cloud::template::{self, LocalNames};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser, Clone, Debug)]
+#[command(version, about)]
+pub struct Args {
+    /// The SAM template whose functions are measured.
+    #[arg(long, default_value = "template.yaml")]
+    template: PathBuf,
+    /// The runner's fixture template, for the hello-world `lambda_http` function.
+    #[arg(long, default_value = "infra/local-cloud/fixtures/template.yaml")]
+    fixtures_template: PathBuf,
+    /// Where the function, fixture and runner binaries are.
+    #[arg(long, default_value = "target/release")]
+    binaries_dir: PathBuf,
+    /// The AWS stub every function calls.
+    #[arg(long, default_value = "http://127.0.0.1:3920")]
+    stub_url: String,
+    #[arg(long, env = "REDIS_URL")]
+    redis_url: String,
+    /// The in-process Runtime API of part 1.
+    #[arg(long, default_value = "127.0.0.1:3923")]
+    runtime_address: SocketAddr,
+    /// The runner of the template's functions (part 2).
+    #[arg(long, default_value = "127.0.0.1:3921")]
+    app_address: SocketAddr,
+    /// The runner of the hello-world fixture (part 2).
+    #[arg(long, default_value = "127.0.0.1:3922")]
+    hello_address: SocketAddr,
+    /// Cold starts per binary.
+    #[arg(long, default_value_t = 20)]
+    runs: u32,
+    /// Invocations served before peak memory is read.
+    #[arg(long, default_value_t = 50)]
+    invocations: u32,
+    /// Instances per function in both runners.
+    #[arg(long, default_value_t = 4)]
+    instances: u32,
+    #[arg(long, default_value_t = 32)]
+    concurrency: u32,
+    /// Measured requests per function.
+    #[arg(long, default_value_t = 20_000)]
+    requests: u64,
+    /// Upper bound of each function's load, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    duration: f64,
+    /// Unmeasured requests per function first.
+    #[arg(long, default_value_t = 500)]
+    warmup: u64,
+    /// Only part 1.
+    #[arg(long)]
+    skip_throughput: bool,
+    /// Where the report goes.
+    #[arg(long, default_value = "loadtest/results/functions.md")]
+    out: PathBuf,
+    /// Logs, raw JSON results, scratch files.
+    #[arg(long, default_value = ".local/bench-fn")]
+    work_dir: PathBuf,
+    /// The command line to print in the report as the one that produced it.
+    #[arg(long, default_value = "loadtest/bench.sh functions")]
+    command: String,
+    /// Exit with an error when an init failed or any answer was not the happy path's (the
+    /// smoke run's check); the figures themselves are never judged here.
+    #[arg(long)]
+    fail_off_happy_path: bool,
+    /// Hand-written analysis appended to the report.
+    #[arg(long)]
+    notes: Option<PathBuf>,
+}
+
+pub const REGION: &str = "us-east-1";
+pub const ACCOUNT: &str = "123456789012";
+
+/// Endpoints, region and credentials every function process and runner gets.
+fn base_env(args: &Args) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = ["PATH", "HOME"]
+        .iter()
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+        .collect();
+    env.extend(
+        [
+            ("AWS_ENDPOINT_URL", args.stub_url.as_str()),
+            ("AWS_REGION", REGION),
+            ("AWS_DEFAULT_REGION", REGION),
+            ("AWS_ACCESS_KEY_ID", "bench"),
+            ("AWS_SECRET_ACCESS_KEY", "bench"),
+            ("REDIS_URL", args.redis_url.as_str()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    env
+}
+
+/// A function's environment as the runner and Lambda give it, but for the Runtime API.
+fn function_env(args: &Args, spec: Option<&FunctionSpec>, binary: &str) -> Vec<(String, String)> {
+    let task_root = std::path::absolute(&args.binaries_dir).unwrap_or_default();
+    let mut env: BTreeMap<String, String> = base_env(args).into_iter().collect();
+    if let Some(spec) = spec {
+        env.extend(spec.environment.clone());
+    }
+    let name = spec.map_or(binary, |spec| spec.name.as_str()).to_owned();
+    let memory = spec.map_or(128, |spec| spec.memory_mb);
+    env.extend(
+        [
+            ("AWS_LAMBDA_FUNCTION_NAME", name.clone()),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory.to_string()),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+            ("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}")),
+            ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".to_owned()),
+            ("_HANDLER", "bootstrap".to_owned()),
+            ("LAMBDA_TASK_ROOT", task_root.display().to_string()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    env.into_iter().collect()
+}
+
+fn is_http(spec: &FunctionSpec) -> bool {
+    spec.events
+        .iter()
+        .any(|event| matches!(event, EventSpec::Http(_)))
+}
+
+fn load_model(args: &Args, path: &Path, stack: &str) -> anyhow::Result<Vec<FunctionSpec>> {
+    let names = LocalNames {
+        stack_name: stack.to_owned(),
+        region: REGION.to_owned(),
+        account_id: ACCOUNT.to_owned(),
+        sqs_endpoint: args.stub_url.trim_end_matches('/').to_owned(),
+    };
+    Ok(template::load(path, &BTreeMap::new(), &names)?.functions)
+}
+
+/// The machine's core count, as `nproc` says it.
+fn cores() -> String {
+    std::process::Command::new("nproc")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|out| !out.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+async fn part2(
+    args: &Args,
+    functions: &[FunctionSpec],
+    stack: &str,
+    fixture: &Arc<scenarios::Fixture>,
+) -> anyhow::Result<report::Part2> {
+    let tokens = Arc::new(throughput::Tokens::mint());
+    let runner = throughput::runner_program(&args.binaries_dir);
+    let env = base_env(args);
+    let disabled: Vec<String> = functions
+        .iter()
+        .filter(|spec| !is_http(spec))
+        .map(|spec| spec.name.clone())
+        .collect();
+    eprintln!("part 2: starting the runners");
+    let mut app = throughput::Runner::start(
+        &runner,
+        &args.template,
+        &args.binaries_dir,
+        args.app_address,
+        args.instances,
+        stack,
+        &disabled,
+        &env,
+        &args.work_dir.join("runner-app.log"),
+    )
+    .await
+    .context("failed to start the runner of the template")?;
+    // Only the route runs: the fixtures' queue and stream pollers would add their own calls.
+    let hello_stack = format!("{stack}-hello");
+    let hello_disabled: Vec<String> = load_model(args, &args.fixtures_template, &hello_stack)?
+        .iter()
+        .filter(|spec| !is_http(spec))
+        .map(|spec| spec.name.clone())
+        .collect();
+    let hello = throughput::Runner::start(
+        &runner,
+        &args.fixtures_template,
+        &args.binaries_dir,
+        args.hello_address,
+        args.instances,
+        &hello_stack,
+        &hello_disabled,
+        &env,
+        &args.work_dir.join("runner-hello.log"),
+    )
+    .await;
+    let mut hello = match hello {
+        Ok(hello) => hello,
+        Err(err) => {
+            app.stop().await;
+            return Err(err.context("failed to start the runner of the fixtures"));
+        }
+    };
+    let result = async {
+        let shape = load::LoadShape {
+            concurrency: args.concurrency,
+            requests: args.requests,
+            duration: Duration::from_secs_f64(args.duration),
+            warmup: args.warmup,
+        };
+        let published = throughput::call_once("publish-sale", &app, fixture, &tokens).await?;
+        anyhow::ensure!(
+            published == 200,
+            "publishing the benchmark's sale answered {published}"
+        );
+        let mut rows = Vec::new();
+        eprintln!("  hello-http (before)");
+        let before = throughput::measure("hello-http", &hello, shape, fixture, &tokens).await?;
+        for spec in functions.iter().filter(|spec| is_http(spec)) {
+            eprintln!("  {}", spec.binary);
+            let calls_before = report::stub_calls(&args.stub_url).await.unwrap_or_default();
+            let mut row = report::Part2Row {
+                measured: throughput::measure(&spec.binary, &app, shape, fixture, &tokens).await?,
+                aws_calls: BTreeMap::new(),
+            };
+            let calls_after = report::stub_calls(&args.stub_url).await.unwrap_or_default();
+            for (operation, count) in calls_after {
+                let delta = count - calls_before.get(&operation).copied().unwrap_or(0);
+                if delta > 0 {
+                    row.aws_calls.insert(operation, delta);
+                }
+            }
+            rows.push(row);
+        }
+        eprintln!("  hello-http (after)");
+        let after = throughput::measure("hello-http", &hello, shape, fixture, &tokens).await?;
+        Ok(report::Part2 {
+            shape,
+            instances: args.instances,
+            app_command: app.command.clone(),
+            hello_command: hello.command.clone(),
+            hello: [before, after],
+            rows,
+        })
+    }
+    .await;
+    app.stop().await;
+    hello.stop().await;
+    result
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = Args::parse();
+    // Each process runs in its binary's directory, as Lambda's task root.
+    args.binaries_dir = std::path::absolute(&args.binaries_dir)?;
+    std::fs::create_dir_all(&args.work_dir)?;
+    let stack = format!("bench{}", std::process::id());
+    let functions = load_model(&args, &args.template, &stack)?;
+    let fixture = Arc::new(scenarios::Fixture::new());
+
+    let mut subjects: Vec<cold_start::Subject> = Vec::new();
+    for baseline in ["hello-runtime", "hello-http"] {
+        subjects.push(cold_start::Subject {
+            binary: baseline.to_owned(),
+            program: args.binaries_dir.join(baseline),
+            env: function_env(&args, None, baseline),
+            http: baseline == "hello-http",
+        });
+    }
+    for spec in &functions {
+        subjects.push(cold_start::Subject {
+            binary: spec.binary.clone(),
+            program: args.binaries_dir.join(&spec.binary),
+            env: function_env(&args, Some(spec), &spec.binary),
+            http: is_http(spec),
+        });
+    }
+
+    eprintln!(
+        "part 1: {} binaries, {} cold starts each",
+        subjects.len(),
+        args.runs
+    );
+    let runtime = runtime_api::RuntimeApi::start(args.runtime_address).await?;
+    let part1 = cold_start::measure(
+        &subjects,
+        &runtime,
+        args.runs,
+        args.invocations,
+        &fixture,
+        &args.work_dir,
+    )
+    .await?;
+
+    let part2 = if args.skip_throughput {
+        None
+    } else {
+        Some(part2(&args, &functions, &stack, &fixture).await?)
+    };
+
+    let raw = serde_json::json!({ "part1": part1, "part2": part2 });
+    std::fs::write(
+        args.work_dir.join("functions.json"),
+        serde_json::to_string_pretty(&raw)?,
+    )?;
+    let notes = match &args.notes {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("failed to read {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let text = report::render(&args, &cores(), &part1, part2.as_ref(), notes.as_deref());
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, &text)?;
+    print!("{}", report::summary(&part1, part2.as_ref()));
+    eprintln!("written to {}", args.out.display());
+    if args.fail_off_happy_path {
+        let init_failures: u32 = part1.iter().map(|c| c.init_failures).sum();
+        let invocation_failures: u32 = part1.iter().map(|c| c.invocations_failed).sum();
+        let unexpected: u64 = part2
+            .iter()
+            .flat_map(|part2| part2.rows.iter())
+            .map(|row| row.measured.report.unexpected)
+            .sum::<u64>()
+            + part2.as_ref().map_or(0, |part2| {
+                part2.hello.iter().map(|h| h.report.unexpected).sum()
+            });
+        anyhow::ensure!(
+            init_failures + invocation_failures == 0 && unexpected == 0,
+            "off the happy path: {init_failures} init failures, {invocation_failures} failed \
+             invocations, {unexpected} unexpected HTTP answers (see {})",
+            args.out.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,449 @@
+//! The Markdown report: a table per part, the commands, the machine, and which targets are
+//! met or missed and by how much.
+
+use crate::Args;
+use crate::cold_start::ColdStart;
+use crate::load::LoadShape;
+use crate::throughput::Throughput;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Cold start bound, as a multiple of the hello-world `lambda_runtime` binary's.
+pub const INIT_RATIO_MAX: f64 = 1.5;
+pub const SIZE_MAX_MIB: f64 = 8.0;
+pub const MEMORY_MAX_MIB: f64 = 32.0;
+/// Throughput floor, as a multiple of the hello-world `lambda_http` function's.
+pub const THROUGHPUT_RATIO_MIN: f64 = 0.8;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Part2Row {
+    pub measured: Throughput,
+    /// Calls the stub served during this function's load, by `X-Amz-Target`.
+    pub aws_calls: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Part2 {
+    #[serde(skip)]
+    pub shape: LoadShape,
+    pub instances: u32,
+    pub app_command: String,
+    pub hello_command: String,
+    /// Before and after the functions.
+    pub hello: [Throughput; 2],
+    pub rows: Vec<Part2Row>,
+}
+
+impl Part2 {
+    fn hello_rps(&self) -> f64 {
+        (self.hello[0].report.requests_per_second + self.hello[1].report.requests_per_second) / 2.0
+    }
+}
+
+/// The stub's count of every operation it served so far.
+pub async fn stub_calls(stub_url: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+    let uri: http::Uri = format!("{}/__stub/stats", stub_url.trim_end_matches('/')).parse()?;
+    let address = format!(
+        "{}:{}",
+        uri.host().unwrap_or("127.0.0.1"),
+        uri.port_u16().unwrap_or(80)
+    );
+    let stream = tokio::net::TcpStream::connect(&address).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request = http::Request::get(uri.path())
+        .header("host", address)
+        .body(Empty::<Bytes>::new())?;
+    let body = sender
+        .send_request(request)
+        .await?
+        .into_body()
+        .collect()
+        .await?;
+    Ok(serde_json::from_slice(&body.to_bytes())?)
+}
+
+fn mib(kb: Option<u64>) -> String {
+    kb.map_or("n/a".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
+}
+
+fn peak_kb(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
+    let through_runner = part2.and_then(|part2| {
+        part2
+            .rows
+            .iter()
+            .find(|row| row.measured.binary == cold.binary)
+            .and_then(|row| row.measured.vm_hwm_kb)
+    });
+    cold.vm_hwm_kb.max(through_runner)
+}
+
+fn is_baseline(binary: &str) -> bool {
+    binary.starts_with("hello-")
+}
+
+/// One line per target: met or missed, the worst case and the margin.
+pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
+    let mut out = String::new();
+    let floor = part1
+        .iter()
+        .find(|c| c.binary == "hello-runtime")
+        .map_or(f64::NAN, |c| c.percentile(0.5));
+    let functions: Vec<&ColdStart> = part1.iter().filter(|c| !is_baseline(&c.binary)).collect();
+    let verdict = |ok: bool| if ok { "MET" } else { "MISSED" };
+
+    let failed: Vec<&str> = functions
+        .iter()
+        .filter(|c| c.init_ms.is_empty() || c.init_failures > 0)
+        .map(|c| c.binary.as_str())
+        .collect();
+    if let Some(worst) = functions
+        .iter()
+        .filter(|c| !c.init_ms.is_empty())
+        .max_by(|a, b| a.percentile(0.5).total_cmp(&b.percentile(0.5)))
+    {
+        let ratio = worst.percentile(0.5) / floor;
+        let over: Vec<String> = functions
+            .iter()
+            .filter(|c| c.percentile(0.5) / floor > INIT_RATIO_MAX)
+            .map(|c| format!("{} {:.2}x", c.binary, c.percentile(0.5) / floor))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Cold start within {INIT_RATIO_MAX}x of hello-runtime (p50 {floor:.2} ms): {} — worst {} at {:.2} ms = {ratio:.2}x ({:+.0}% against the bound){}{}",
+            verdict(over.is_empty() && failed.is_empty()),
+            worst.binary,
+            worst.percentile(0.5),
+            (ratio / INIT_RATIO_MAX - 1.0) * 100.0,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!("; over the bound: {}", over.join(", "))
+            },
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; init failures: {}", failed.join(", "))
+            },
+        );
+    }
+    let size = |c: &&ColdStart| c.stripped_bytes.unwrap_or(c.size_bytes) as f64 / MIB;
+    if let Some(worst) = functions.iter().max_by(|a, b| size(a).total_cmp(&size(b))) {
+        let _ = writeln!(
+            out,
+            "- Stripped binary under {SIZE_MAX_MIB} MiB: {} — largest {} at {:.2} MiB ({:+.0}% against the bound)",
+            verdict(size(worst) < SIZE_MAX_MIB),
+            worst.binary,
+            size(worst),
+            (size(worst) / SIZE_MAX_MIB - 1.0) * 100.0
+        );
+    }
+    let peak = |c: &&ColdStart| peak_kb(c, part2).unwrap_or(0) as f64 / 1024.0;
+    if let Some(worst) = functions.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {
+        let _ = writeln!(
+            out,
+            "- Peak memory under {MEMORY_MAX_MIB} MiB: {} — highest {} at {:.1} MiB ({:+.0}% against the bound)",
+            verdict(peak(worst) < MEMORY_MAX_MIB),
+            worst.binary,
+            peak(worst),
+            (peak(worst) / MEMORY_MAX_MIB - 1.0) * 100.0
+        );
+    }
+    let invocation_failures: Vec<String> = part1
+        .iter()
+        .filter(|c| c.invocations_failed > 0)
+        .map(|c| format!("{} ({} failed)", c.binary, c.invocations_failed))
+        .collect();
+    if !invocation_failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Part 1 invocations off the happy path: {}",
+            invocation_failures.join(", ")
+        );
+    }
+    if let Some(part2) = part2 {
+        let hello = part2.hello_rps();
+        let ratio = |row: &&Part2Row| row.measured.report.requests_per_second / hello;
+        if let Some(worst) = part2
+            .rows
+            .iter()
+            .min_by(|a, b| ratio(a).total_cmp(&ratio(b)))
+        {
+            let under: Vec<String> = part2
+                .rows
+                .iter()
+                .filter(|row| ratio(row) < THROUGHPUT_RATIO_MIN)
+                .map(|row| format!("{} {:.2}x", row.measured.binary, ratio(&row)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "- Throughput at least {THROUGHPUT_RATIO_MIN}x of hello-http ({hello:.0} requests/s): {} — lowest {} at {:.0} requests/s = {:.2}x ({:+.0}% against the bound){}",
+                verdict(under.is_empty()),
+                worst.measured.binary,
+                worst.measured.report.requests_per_second,
+                ratio(&worst),
+                (ratio(&worst) / THROUGHPUT_RATIO_MIN - 1.0) * 100.0,
+                if under.is_empty() {
+                    String::new()
+                } else {
+                    format!("; under the bound: {}", under.join(", "))
+                }
+            );
+        }
+        let unexpected: u64 = part2
+            .rows
+            .iter()
+            .map(|row| row.measured.report.unexpected)
+            .sum();
+        let _ = writeln!(
+            out,
+            "- Every response the expected 2xx: {} — {unexpected} unexpected answers in part 2",
+            verdict(unexpected == 0)
+        );
+    }
+    out
+}
+
+/// The whole report.
+pub fn render(
+    args: &Args,
+    cores: &str,
+    part1: &[ColdStart],
+    part2: Option<&Part2>,
+    notes: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let now = time::OffsetDateTime::now_utc();
+    let date = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute()
+    );
+    let floor = part1
+        .iter()
+        .find(|c| c.binary == "hello-runtime")
+        .map_or(f64::NAN, |c| c.percentile(0.5));
+    let _ = writeln!(
+        out,
+        "# Functions: cold start, size, memory and per-request overhead\n\n\
+         Generated by `loadtest/bench` (run {date}). Command: `{}`.\n\
+         Machine: `nproc` = {cores}; the harness, the stub, Redis, the runners and every function \
+         process share these cores.\n\n\
+         Every AWS call goes to `aws-stub` (`infra/aws-stub`): it answers DynamoDB and SQS at \
+         once with canned data derived from the request's key, keeps no state and evaluates no \
+         condition, so every request takes its happy path. Redis is a real `redis-server`. \
+         These are the functions' own costs on a floor no real endpoint reaches.\n\n\
+         ## Summary\n\n{}",
+        args.command,
+        summary(part1, part2)
+    );
+
+    let _ = writeln!(
+        out,
+        "## Part 1: cold start, stripped size, peak memory\n\n\
+         Each binary is spawned {} times, one process at a time, rounds interleaved in a \
+         rotating order, with the environment the runner gives it (the template's variables, \
+         Lambda's reserved ones, the stub's endpoint, `REDIS_URL`). Init = spawn to its first \
+         `GET /2018-06-01/runtime/invocation/next` on the harness's in-process Runtime API (SDK \
+         config loaded, clients built, Redis connected and scripts loaded where the function \
+         does that). Then one more process per binary serves {} happy-path invocations (API \
+         Gateway events for the routes; batches of 10 events for the consumers), and its \
+         `VmHWM` is read from `/proc/<pid>/status`. Sizes: `strip` of a copy (the release \
+         profile already strips: `strip = true`). Baseline: `hello-runtime`, init p50 \
+         {floor:.2} ms; `hello-http` is shown beside it.\n\n\
+         Command: `{}` (via `{}`), binaries in `{}`.\n",
+        args.runs,
+        args.invocations,
+        command_line(),
+        args.command,
+        args.binaries_dir.display()
+    );
+    let _ = writeln!(
+        out,
+        "| binary | init p50 ms | init p90 ms | p50 / hello-runtime | stripped MiB | peak MiB, {} invocations | peak MiB, through the runner | invocations ok / failed |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|",
+        args.invocations
+    );
+    let mut ordered: Vec<&ColdStart> = part1.iter().collect();
+    ordered.sort_by_key(|c| (!is_baseline(&c.binary), c.binary.clone()));
+    for cold in ordered {
+        let through_runner = part2.and_then(|part2| {
+            part2
+                .rows
+                .iter()
+                .find(|row| row.measured.binary == cold.binary)
+                .and_then(|row| row.measured.vm_hwm_kb)
+        });
+        let ratio = cold.percentile(0.5) / floor;
+        let flag = |bad: bool| if bad { " ✗" } else { "" };
+        let size = cold.stripped_bytes.unwrap_or(cold.size_bytes) as f64 / MIB;
+        let _ = writeln!(
+            out,
+            "| {}{} | {:.2} | {:.2} | {:.2}x{} | {:.2}{} | {}{} | {} | {} / {} |",
+            cold.binary,
+            if cold.init_failures > 0 {
+                format!(" ({} init failures)", cold.init_failures)
+            } else {
+                String::new()
+            },
+            cold.percentile(0.5),
+            cold.percentile(0.9),
+            ratio,
+            flag(!is_baseline(&cold.binary) && ratio > INIT_RATIO_MAX),
+            size,
+            flag(size >= SIZE_MAX_MIB),
+            mib(cold.vm_hwm_kb),
+            flag(cold.vm_hwm_kb.unwrap_or(0) as f64 / 1024.0 >= MEMORY_MAX_MIB),
+            mib(through_runner),
+            cold.invocations_ok,
+            cold.invocations_failed,
+        );
+    }
+    let errors: Vec<String> = part1
+        .iter()
+        .filter_map(|c| {
+            c.first_error
+                .as_ref()
+                .map(|e| format!("- `{}`: {}", c.binary, e.replace('\n', " ")))
+        })
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(out, "\nFirst error per binary:\n\n{}", errors.join("\n"));
+    }
+
+    if let Some(part2) = part2 {
+        let hello = part2.hello_rps();
+        let shape = part2.shape;
+        let _ = writeln!(
+            out,
+            "\n## Part 2: per-request overhead through the local runner\n\n\
+             Each HTTP function's route through `local-cloud up` (JWT authorizer on, one bearer \
+             token per user, {} instances per function, invocation log off, event sources of \
+             the consumers off), closed-loop load from {} connections: {} unmeasured requests \
+             first, then {} measured ones (or {} s, whichever ends first). The hello-world \
+             `lambda_http` fixture runs behind a second runner with the same instances and is \
+             measured before and after the functions; the ratio is to the mean of the two \
+             ({hello:.0} requests/s). Requests vary by index: place-order is called by {} \
+             users in turn, under its 5 attempts per user and second; get-order and pay-order \
+             ask for the stub's order of `{}`. \"AWS calls\" are what the stub served during \
+             the load, per measured or warm-up request.\n\n\
+             Runners: `{}` and `{}`.\n",
+            part2.instances,
+            shape.concurrency,
+            shape.warmup,
+            shape.requests,
+            shape.duration.as_secs_f64(),
+            crate::scenarios::USERS,
+            crate::scenarios::ORDER_OWNER,
+            part2.app_command,
+            part2.hello_command,
+        );
+        let _ = writeln!(
+            out,
+            "| function | route | expected | requests | requests/s | p50 ms | p99 ms | / hello-http | unexpected answers | AWS calls per request |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        );
+        row(
+            &mut out,
+            "hello-http (before)",
+            &part2.hello[0],
+            hello,
+            "none",
+        );
+        for part2_row in &part2.rows {
+            let measured = &part2_row.measured;
+            let total = (measured.report.requests + shape.warmup).max(1) as f64;
+            let calls = if part2_row.aws_calls.is_empty() {
+                "none".to_owned()
+            } else {
+                part2_row
+                    .aws_calls
+                    .iter()
+                    .map(|(op, count)| {
+                        let op = op.split_once('.').map_or(op.as_str(), |(_, op)| op);
+                        format!("{op} {:.2}", *count as f64 / total)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            row(&mut out, &measured.binary, measured, hello, &calls);
+        }
+        row(
+            &mut out,
+            "hello-http (after)",
+            &part2.hello[1],
+            hello,
+            "none",
+        );
+        let statuses: Vec<String> = part2
+            .rows
+            .iter()
+            .filter(|r| r.measured.report.unexpected > 0)
+            .map(|r| {
+                format!(
+                    "- `{}`: {:?}",
+                    r.measured.binary, r.measured.report.statuses
+                )
+            })
+            .collect();
+        if !statuses.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nStatuses where some were unexpected:\n\n{}",
+                statuses.join("\n")
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nRaw figures: `{}/functions.json` (not committed).",
+        args.work_dir.display()
+    );
+    if let Some(notes) = notes {
+        let _ = writeln!(out, "\n{}", notes.trim_end());
+    }
+    out
+}
+
+fn row(out: &mut String, label: &str, measured: &Throughput, hello: f64, calls: &str) {
+    let report = &measured.report;
+    let ratio = report.requests_per_second / hello;
+    let flag = if !label.starts_with("hello") && ratio < THROUGHPUT_RATIO_MIN {
+        " ✗"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "| {label} | `{}` | {} | {} | {:.0} | {:.3} | {:.3} | {ratio:.2}x{flag} | {} | {calls} |",
+        measured.route,
+        measured.expected,
+        report.requests,
+        report.requests_per_second,
+        report.p50_ms,
+        report.p99_ms,
+        report.unexpected,
+    );
+}
+
+/// The harness's own command line, as run.
+fn command_line() -> String {
+    std::env::args()
+        .map(|arg| {
+            if arg.contains(' ') {
+                format!("'{arg}'")
+            } else {
+                arg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
