@@ -17,7 +17,14 @@
 //!
 //! | item | `pk` | `sk` | index keys | access pattern |
 //! |---|---|---|---|---|
-//! | sale | `SALE#<id>` | `SALE` | | the sale's definition, `state` (DRAFT, PUBLISHED) and `stockRemaining`, DynamoDB's final guard against oversell |
+//! | sale | `SALE#<id>` | `SALE` | | the sale's definition, `state` (DRAFT, PUBLISHED), `perUserLimit` and `stockRemaining`, DynamoDB's final guard against oversell |
+//! | buyer | `SALE#<id>#BUYER#<userId>` | `BUYER` | | `units`: how many of the sale's units the user holds (CONFIRMED or PAID orders), DynamoDB's final guard of `perUserLimit` when Redis lost its `bought` hash; the order consumer adds to it in the transaction that confirms the orders, the payment timeout takes back in the one that cancels them |
+//!
+//! A buyer's item is written once per transaction that confirms or cancels that buyer's
+//! orders, so it is not hot. It has a partition key of its own rather than sitting under the
+//! sale's (`SALE#<id>` / `BUYER#<userId>`): the write limit is a partition's, and all of a
+//! sale's buyers written under its key would add their writes to the partition of the sale's
+//! stock item, the hottest of the sale.
 //! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>` | one order by id (owner checked); a user's orders newest first |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
@@ -54,6 +61,13 @@ pub const ORDER_SK: &str = "ORDER";
 
 pub fn sale_pk(sale_id: &str) -> String {
     format!("SALE#{sale_id}")
+}
+
+pub const BUYER_SK: &str = "BUYER";
+
+/// The partition key of what `user_id` holds of the sale.
+pub fn buyer_pk(sale_id: &str, user_id: &str) -> String {
+    format!("SALE#{sale_id}#BUYER#{user_id}")
 }
 
 pub fn order_pk(order_id: &str) -> String {

@@ -2,9 +2,11 @@
 //! domain tests.
 
 use super::keys::PaymentDue;
+use super::order_store::per_buyer;
 use super::orders::{
-    AdmittedOrder, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
-    PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation, PublishedSale, Reservations,
+    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore,
+    OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
+    PublishedSale, Reservations, SaleGuards,
 };
 use super::sale::SaleId;
 use crate::ids::UserId;
@@ -28,6 +30,13 @@ pub(crate) fn placed(order: &str, sale: &str, user: &str) -> String {
     .to_string()
 }
 
+/// An `OrderPlaced` v1 message body of an order reserved `later_ms` after [`placed`]'s.
+pub(crate) fn placed_later(order: &str, sale: &str, user: &str, later_ms: i64) -> String {
+    let mut body: serde_json::Value = serde_json::from_str(&placed(order, sale, user)).unwrap();
+    body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + later_ms).into();
+    body.to_string()
+}
+
 /// A `PaymentDue` v1 message body.
 pub(crate) fn due(order: &str, sale: &str) -> String {
     serde_json::json!({"type": "PaymentDue", "version": 1, "id": format!("due-{order}"),
@@ -35,24 +44,51 @@ pub(crate) fn due(order: &str, sale: &str) -> String {
     .to_string()
 }
 
+/// A sale item of the commerce table.
+struct MemorySale {
+    stock: i64,
+    per_user_limit: u32,
+    published: bool,
+}
+
 #[derive(Default)]
 pub(crate) struct MemoryOrders {
     orders: Mutex<BTreeMap<String, Order>>,
-    /// Sale id → (stockRemaining, published).
-    sales: Mutex<HashMap<String, (i64, bool)>>,
+    sales: Mutex<HashMap<String, MemorySale>>,
+    /// (sale id, user id) → units: the buyers' items.
+    buyers: Mutex<HashMap<(String, String), i64>>,
     sale_writes: Mutex<u32>,
 }
 
 impl MemoryOrders {
+    /// A published sale whose per-user limit does not get in the way.
     pub(crate) fn add_sale(&self, sale: &str, stock: i64) {
-        self.sales
-            .lock()
-            .unwrap()
-            .insert(sale.to_owned(), (stock, true));
+        self.add_sale_with_limit(sale, stock, 100);
+    }
+
+    pub(crate) fn add_sale_with_limit(&self, sale: &str, stock: i64, per_user_limit: u32) {
+        self.sales.lock().unwrap().insert(
+            sale.to_owned(),
+            MemorySale {
+                stock,
+                per_user_limit,
+                published: true,
+            },
+        );
     }
 
     pub(crate) fn stock(&self, sale: &str) -> i64 {
-        self.sales.lock().unwrap()[sale].0
+        self.sales.lock().unwrap()[sale].stock
+    }
+
+    /// The buyer's item's `units` (0 when absent).
+    pub(crate) fn units(&self, sale: &str, user: &str) -> i64 {
+        self.buyers
+            .lock()
+            .unwrap()
+            .get(&(sale.to_owned(), user.to_owned()))
+            .copied()
+            .unwrap_or(0)
     }
 
     pub(crate) fn sale_writes(&self) -> u32 {
@@ -99,23 +135,46 @@ impl OrderStore for MemoryOrders {
     async fn confirm_orders(
         &self,
         sale_id: &str,
+        per_user_limit: u32,
         units: &[Unit<NewOrder>],
-    ) -> Result<(), Rejected> {
+    ) -> Result<(), ConfirmRejected> {
+        let counts = per_buyer(units.iter().map(|u| u.payload.user_id.as_str()));
+        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+            return Err(ConfirmRejected::Failed(anyhow::anyhow!("too many items")));
+        }
+        // The conditions in the transaction's order: orders, buyers, the sale.
         {
             let orders = self.orders.lock().unwrap();
             if let Some(index) = units.iter().position(|u| orders.contains_key(&u.marker)) {
-                return Err(Rejected::AlreadyApplied(index));
+                return Err(ConfirmRejected::AlreadyApplied(index));
+            }
+        }
+        let mut buyers = self.buyers.lock().unwrap();
+        for (buyer, k) in &counts {
+            let held = buyers
+                .get(&(sale_id.to_owned(), (*buyer).to_owned()))
+                .copied()
+                .unwrap_or(0);
+            if held + k > i64::from(per_user_limit) {
+                return Err(ConfirmRejected::OverLimit(UserId::parse(buyer).unwrap()));
             }
         }
         let mut sales = self.sales.lock().unwrap();
         let n = i64::try_from(units.len()).unwrap();
         match sales.get_mut(sale_id) {
-            Some((stock, _)) if *stock >= n => *stock -= n,
-            _ => return Err(Rejected::Aggregate),
+            Some(sale) if sale.stock >= n => sale.stock -= n,
+            _ => return Err(ConfirmRejected::SoldOut),
         }
         *self.sale_writes.lock().unwrap() += 1;
+        for (buyer, k) in counts {
+            *buyers
+                .entry((sale_id.to_owned(), buyer.to_owned()))
+                .or_default() += k;
+        }
         drop(sales);
+        drop(buyers);
         self.put(units, OrderStatus::Confirmed)
+            .map_err(|_| ConfirmRejected::Failed(anyhow::anyhow!("checked above")))
     }
 
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
@@ -130,12 +189,30 @@ impl OrderStore for MemoryOrders {
         {
             return Err(Rejected::AlreadyApplied(index));
         }
+        let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
+        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+            return Err(Rejected::Failed(anyhow::anyhow!("too many items")));
+        }
+        let mut buyers = self.buyers.lock().unwrap();
+        for (buyer, k) in &counts {
+            let held = buyers
+                .get(&(sale_id.to_owned(), (*buyer).to_owned()))
+                .copied();
+            if held.is_none_or(|held| held < *k) {
+                return Err(Rejected::Aggregate);
+            }
+        }
         let mut sales = self.sales.lock().unwrap();
-        let Some((stock, _)) = sales.get_mut(sale_id) else {
+        let Some(sale) = sales.get_mut(sale_id) else {
             return Err(Rejected::Aggregate);
         };
-        *stock += i64::try_from(units.len()).unwrap();
+        sale.stock += i64::try_from(units.len()).unwrap();
         *self.sale_writes.lock().unwrap() += 1;
+        for (buyer, k) in counts {
+            *buyers
+                .get_mut(&(sale_id.to_owned(), buyer.to_owned()))
+                .unwrap() -= k;
+        }
         for unit in units {
             orders.get_mut(&unit.marker).unwrap().status = OrderStatus::Cancelled;
         }
@@ -143,7 +220,23 @@ impl OrderStore for MemoryOrders {
     }
 
     async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
-        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.0))
+        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
+    }
+
+    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
+        Ok(self
+            .sales
+            .lock()
+            .unwrap()
+            .get(sale_id)
+            .map(|sale| SaleGuards {
+                stock_remaining: sale.stock,
+                per_user_limit: sale.per_user_limit,
+            }))
+    }
+
+    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
+        Ok(self.units(sale_id, user.as_str()))
     }
 
     async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
@@ -214,10 +307,10 @@ impl OrderStore for MemoryOrders {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(_, (_, published))| *published)
-            .map(|(id, (stock, _))| PublishedSale {
+            .filter(|(_, sale)| sale.published)
+            .map(|(id, sale)| PublishedSale {
                 sale_id: id.clone(),
-                stock_remaining: Some(*stock),
+                stock_remaining: Some(sale.stock),
             })
             .collect();
         sales.sort_by(|a, b| a.sale_id.cmp(&b.sale_id));
@@ -271,6 +364,18 @@ impl MemoryReservations {
             .get(sale)
             .map(|s| s.released.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// What losing the `bought` hash does (a flush, then a preheat).
+    pub(crate) fn forget_buyers(&self, sale: &str) {
+        if let Some(sale) = self.sales.lock().unwrap().get_mut(sale) {
+            sale.bought.clear();
+        }
+    }
+
+    pub(crate) fn bought_of(&self, sale: &str, user: &str) -> i64 {
+        let sales = self.sales.lock().unwrap();
+        sales[sale].bought.get(user).copied().unwrap_or(0)
     }
 
     /// The stock relative to where it started (the fake starts every sale at 0).

@@ -9,12 +9,25 @@
 //! and must not also be taken from DynamoDB. The claimed orders can no longer be released
 //! without a holder, so confirming them is safe.
 //!
-//! Then one transaction puts the claimed orders (CONFIRMED, `attribute_not_exists`, so a
-//! redelivered order drops out) and takes their units from `stockRemaining`, which must stay
-//! at least 0. When that condition fails (Redis admitted more than DynamoDB holds, e.g.
-//! after losing data), the sale is read again and as many orders as it still holds are
-//! confirmed, first come first served; the rest are put as REJECTED and their reservations
+//! Then, per chunk of the claimed orders, one transaction puts them (CONFIRMED,
+//! `attribute_not_exists`, so a redelivered order drops out), adds each buyer's orders to
+//! the buyer's item (`units`, which must stay at most the sale's `perUserLimit`), and takes
+//! their units from `stockRemaining`, which must stay at least 0. These are DynamoDB's final
+//! guards: Redis enforces both first, but when it lost its data (a flush, a restart without
+//! persistence) and was preheated again, its stock and its `bought` hash start over and it
+//! admits more than DynamoDB holds, or a second order of a buyer who already holds the limit.
+//! When the stock condition fails, the sale is read again and as many orders as it still
+//! holds are confirmed, first come first served; when a buyer's condition fails, what the
+//! buyer holds is read and as many of that buyer's orders as the limit leaves room for are
+//! confirmed, first come first served. The rest are put as REJECTED and their reservations
 //! released. After a commit each confirmed order gets a `PaymentDue`.
+//!
+//! The per-user limit comes from the sale item, read once per sale and batch with its stock
+//! ([`OrderStore::sale_guards`]), rather than in the event: the sale item is the authority
+//! Redis is preheated from, a limit never changes once the sale is created, and `OrderPlaced`
+//! v1 refuses unknown fields, so carrying it would take a v2 event and a consumer deployed
+//! first. The read is one small strongly consistent `GetItem` per sale and batch, and it
+//! writes nothing, so the stock item stays written once per chunk.
 //!
 //! Every effect is idempotent and is redone when the message comes back: the claim answers
 //! the same for an order it claimed before (neither pending nor released), and a redelivered
@@ -22,15 +35,19 @@
 
 use super::keys::PaymentDue;
 use super::orders::{
-    MAX_ORDERS_PER_COMMIT, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
-    parse_order_placed,
+    ConfirmRejected, MAX_ORDERS_PER_COMMIT, NewOrder, OrderStatus, OrderStore, PaymentDueSink,
+    Reservations, parse_order_placed,
 };
 use crate::consumer::{Message, parse_each};
+use crate::dynamo::MAX_TRANSACTION_ITEMS;
+use crate::ids::UserId;
 use crate::once::{Commit, Rejected, Unit, apply_once, merge};
 use async_trait::async_trait;
+use std::collections::HashSet;
 
-/// How often one chunk may meet a failed stock condition before it is retried later.
-const MAX_STOCK_ATTEMPTS: usize = 3;
+/// How often one chunk may meet a failed stock or limit condition that the fresh read does
+/// not explain (a concurrent cancellation gave units back) before it is retried later.
+const MAX_GUARD_ATTEMPTS: usize = 3;
 
 /// What the consumer works with.
 #[derive(Clone, Copy)]
@@ -108,18 +125,32 @@ async fn materialize_sale(
     }
 
     let mut sorted = Sorted::default();
-    while !rest.is_empty() {
-        let tail = rest.split_off(rest.len().min(MAX_ORDERS_PER_COMMIT));
-        let chunk = std::mem::replace(&mut rest, tail);
-        confirm_chunk(deps.store, sale_id, chunk, &mut sorted).await;
-    }
-
-    if !sorted.rejected.is_empty() {
-        tracing::warn!(
-            sale_id,
-            orders = sorted.rejected.len(),
-            "DynamoDB's stock is exhausted: rejecting orders that Redis admitted"
-        );
+    if !rest.is_empty() {
+        match deps.store.sale_guards(sale_id).await {
+            Ok(Some(guards)) => {
+                while !rest.is_empty() {
+                    let chunk = next_chunk(&mut rest);
+                    confirm_chunk(
+                        deps.store,
+                        sale_id,
+                        guards.per_user_limit,
+                        chunk,
+                        &mut sorted,
+                    )
+                    .await;
+                }
+            }
+            Ok(None) => {
+                tracing::warn!(sale_id, "orders of an unknown sale");
+                sorted.rejected.append(&mut rest);
+            }
+            Err(err) => {
+                tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale");
+                sorted
+                    .failed
+                    .extend(rest.drain(..).flat_map(|unit| unit.messages));
+            }
+        }
     }
     let mut to_reject = std::mem::take(&mut sorted.rejected);
     to_reject.extend(withdrawn);
@@ -185,45 +216,124 @@ async fn materialize_sale(
     failed
 }
 
-/// Confirms what the sale's stock allows of one chunk, sorting every unit.
+/// Takes from the front of `rest` the longest run of orders whose transaction fits in one:
+/// its orders, one item per distinct buyer, and the sale's.
+fn next_chunk(rest: &mut Vec<Unit<NewOrder>>) -> Vec<Unit<NewOrder>> {
+    let take = {
+        let mut buyers: HashSet<&UserId> = HashSet::new();
+        let mut take = 0;
+        for unit in rest.iter() {
+            let new_buyer = !buyers.contains(&unit.payload.user_id);
+            if take + 1 + buyers.len() + usize::from(new_buyer) + 1 > MAX_TRANSACTION_ITEMS {
+                break;
+            }
+            buyers.insert(&unit.payload.user_id);
+            take += 1;
+        }
+        take
+    };
+    let tail = rest.split_off(take);
+    std::mem::replace(rest, tail)
+}
+
+/// Removes from `chunk` and answers `buyer`'s orders beyond the first `room`, first come
+/// first served (by reservation time, then by the time-ordered id).
+fn beyond_room(
+    chunk: &mut Vec<Unit<NewOrder>>,
+    buyer: &UserId,
+    room: usize,
+) -> Vec<Unit<NewOrder>> {
+    let mut theirs: Vec<(&str, &str)> = chunk
+        .iter()
+        .filter(|unit| unit.payload.user_id == *buyer)
+        .map(|unit| (unit.payload.created_at.as_str(), unit.marker.as_str()))
+        .collect();
+    theirs.sort_unstable();
+    let kept: HashSet<String> = theirs
+        .into_iter()
+        .take(room)
+        .map(|(_, order)| order.to_owned())
+        .collect();
+    let (keep, excess) = std::mem::take(chunk)
+        .into_iter()
+        .partition(|unit| unit.payload.user_id != *buyer || kept.contains(&unit.marker));
+    *chunk = keep;
+    excess
+}
+
+/// Confirms what the sale's stock and the buyers' limit allow of one chunk, sorting every
+/// unit.
 async fn confirm_chunk(
     store: &dyn OrderStore,
     sale_id: &str,
+    per_user_limit: u32,
     mut chunk: Vec<Unit<NewOrder>>,
     sorted: &mut Sorted,
 ) {
-    let mut stock_attempts = 0;
+    let mut attempts = 0;
+    let fail = |chunk: &mut Vec<Unit<NewOrder>>, sorted: &mut Sorted| {
+        sorted
+            .failed
+            .extend(chunk.drain(..).flat_map(|unit| unit.messages));
+    };
     // Each round commits, removes a unit or counts an attempt, so this ends.
     while !chunk.is_empty() {
-        match store.confirm_orders(sale_id, &chunk).await {
+        match store.confirm_orders(sale_id, per_user_limit, &chunk).await {
             Ok(()) => {
                 sorted.confirmed.append(&mut chunk);
             }
-            Err(Rejected::AlreadyApplied(index)) if index < chunk.len() => {
+            Err(ConfirmRejected::AlreadyApplied(index)) if index < chunk.len() => {
                 sorted.existing.push(chunk.remove(index));
             }
-            Err(Rejected::Aggregate) if stock_attempts < MAX_STOCK_ATTEMPTS => {
-                stock_attempts += 1;
+            Err(ConfirmRejected::OverLimit(buyer)) if attempts < MAX_GUARD_ATTEMPTS => {
+                match store.buyer_units(sale_id, &buyer).await {
+                    Ok(held) => {
+                        let room = usize::try_from(i64::from(per_user_limit) - held).unwrap_or(0);
+                        let excess = beyond_room(&mut chunk, &buyer, room);
+                        if excess.is_empty() {
+                            attempts += 1;
+                        } else {
+                            tracing::warn!(
+                                sale_id,
+                                user_id = %buyer,
+                                held,
+                                orders = excess.len(),
+                                "the buyer holds the per-user limit in DynamoDB: rejecting orders that Redis admitted"
+                            );
+                            sorted.rejected.extend(excess);
+                        }
+                    }
+                    Err(err) => {
+                        tracing::error!(error = ?anyhow::Error::from(err), "failed to read what a buyer holds");
+                        fail(&mut chunk, sorted);
+                    }
+                }
+            }
+            Err(ConfirmRejected::SoldOut) if attempts < MAX_GUARD_ATTEMPTS => {
                 match store.stock_remaining(sale_id).await {
                     Ok(stock) => {
                         let fits = usize::try_from(stock.unwrap_or(0)).unwrap_or(0);
                         if fits < chunk.len() {
-                            sorted.rejected.extend(chunk.split_off(fits));
+                            let excess = chunk.split_off(fits);
+                            tracing::warn!(
+                                sale_id,
+                                orders = excess.len(),
+                                "DynamoDB's stock is exhausted: rejecting orders that Redis admitted"
+                            );
+                            sorted.rejected.extend(excess);
+                        } else {
+                            attempts += 1;
                         }
                     }
                     Err(err) => {
                         tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale's stock");
-                        sorted
-                            .failed
-                            .extend(chunk.drain(..).flat_map(|unit| unit.messages));
+                        fail(&mut chunk, sorted);
                     }
                 }
             }
             Err(err) => {
                 tracing::error!(error = ?anyhow::Error::from(err), orders = chunk.len(), "failed to confirm orders");
-                sorted
-                    .failed
-                    .extend(chunk.drain(..).flat_map(|unit| unit.messages));
+                fail(&mut chunk, sorted);
             }
         }
     }
@@ -233,7 +343,7 @@ async fn confirm_chunk(
 mod tests {
     use super::*;
     use crate::seckill::memory::{
-        GHOST, MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed,
+        GHOST, MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed, placed_later,
     };
 
     fn batch(bodies: &[String]) -> Vec<Message> {
@@ -395,6 +505,101 @@ mod tests {
         assert_eq!(world.store.stock(S1), 9);
         assert_eq!(world.reservations.stock_of(S1), -1);
         assert!(world.reservations.released_of(S1).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_buyer_who_holds_the_limit_is_refused_by_dynamodb_after_redis_lost_data() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 10, 1);
+        world.reservations.reserve(S1, "o1", "a");
+        let first = [placed("o1", S1, "a")];
+        assert!(handle_batch(world.deps(), batch(&first)).await.is_empty());
+        assert_eq!(world.store.units(S1, "a"), 1);
+
+        // Redis lost `bought` and was preheated again: it admits a second order of a.
+        world.reservations.forget_buyers(S1);
+        world.reservations.reserve(S1, "o2", "a");
+        world.reservations.reserve(S1, "o3", "b");
+        let bodies = [
+            placed("o1", S1, "a"),
+            placed("o2", S1, "a"),
+            placed("o3", S1, "b"),
+        ];
+        for _ in 0..2 {
+            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+            assert_eq!(world.store.status("o3"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.stock(S1), 8);
+            assert_eq!(
+                (world.store.units(S1, "a"), world.store.units(S1, "b")),
+                (1, 1)
+            );
+            assert_eq!(world.reservations.released_of(S1), ["o2"]);
+            // o2's unit and a's count are back in Redis: a may try again, and be refused again.
+            assert_eq!(world.reservations.bought_of(S1, "a"), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_buyers_orders_in_one_batch_are_confirmed_up_to_the_limit_first_come_first_served() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 10, 2);
+        for order in ["late", "early", "middle"] {
+            world.reservations.reserve(S1, order, "a");
+        }
+        world.reservations.reserve(S1, "other", "b");
+        let bodies = [
+            placed_later("late", S1, "a", 30),
+            placed_later("early", S1, "a", 10),
+            placed_later("other", S1, "b", 40),
+            placed_later("middle", S1, "a", 20),
+        ];
+        for _ in 0..2 {
+            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            assert_eq!(world.store.status("early"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("middle"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("late"), Some(OrderStatus::Rejected));
+            assert_eq!(world.store.status("other"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.units(S1, "a"), 2);
+            assert_eq!(world.store.stock(S1), 7);
+            assert_eq!(world.reservations.released_of(S1), ["late"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_large_batch_of_distinct_buyers_is_split_into_transactions_that_fit() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 200, 1);
+        let bodies: Vec<String> = (0..120)
+            .map(|i| {
+                let (order, user) = (format!("o{i}"), format!("u{i}"));
+                world.reservations.reserve(S1, &order, &user);
+                placed(&order, S1, &user)
+            })
+            .collect();
+        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        assert_eq!(world.store.stock(S1), 80);
+        // 49 orders, 49 buyers and the sale per transaction: 49 + 49 + 22.
+        assert_eq!(world.store.sale_writes(), 3);
+        assert_eq!(world.store.units(S1, "u119"), 1);
+    }
+
+    #[tokio::test]
+    async fn one_buyers_many_orders_share_one_buyer_item_per_transaction() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 200, 100);
+        let bodies: Vec<String> = (0..100)
+            .map(|i| {
+                let order = format!("o{i}");
+                world.reservations.reserve(S1, &order, "a");
+                placed(&order, S1, "a")
+            })
+            .collect();
+        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        // 98 orders, one buyer and the sale, then 2.
+        assert_eq!(world.store.sale_writes(), 2);
+        assert_eq!(world.store.units(S1, "a"), 100);
     }
 
     #[tokio::test]

@@ -2,11 +2,12 @@
 //! [`super::keys`]) and the payment-timeout queue.
 
 use super::keys::{
-    ORDER_SK, PAYMENT_DUE, PaymentDue, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, PAYMENT_DUE, PaymentDue, SALE_SK, buyer_pk, order_pk, sale_pk,
+    user_orders_pk, user_orders_sk,
 };
 use super::orders::{
-    NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueSink,
-    PaymentMethod, PublishedSale,
+    ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
+    PaymentDueSink, PaymentMethod, PublishedSale, SaleGuards,
 };
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{
@@ -27,22 +28,40 @@ use std::collections::HashMap;
 /// The index of a user's orders, newest first.
 const USER_ORDERS_INDEX: &str = "gsi1";
 
+/// What each item of a transaction is: an order (by its index in the units), a buyer's item
+/// (by its index in [`per_buyer`]'s list), or the sale's stock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Label {
     Unit(usize),
+    Buyer(usize),
     Aggregate,
 }
 
+/// For the cancellations: a buyer's item that holds fewer units than it gives back is as
+/// wrong as a stock that cannot take them: the aggregate's condition.
 fn rejected(err: TransactError<Label>) -> Rejected {
     match err {
         TransactError::ConditionFailed {
             label: Label::Unit(index),
         } => Rejected::AlreadyApplied(index),
         TransactError::ConditionFailed {
-            label: Label::Aggregate,
+            label: Label::Buyer(_) | Label::Aggregate,
         } => Rejected::Aggregate,
         other => Rejected::Failed(other.into()),
     }
+}
+
+/// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
+/// transaction may write a buyer's item only once.
+pub(crate) fn per_buyer<'a>(buyers: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, i64)> {
+    let mut counts: Vec<(&str, i64)> = Vec::new();
+    for buyer in buyers {
+        match counts.iter_mut().find(|(seen, _)| *seen == buyer) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((buyer, 1)),
+        }
+    }
+    counts
 }
 
 /// The orders and sales of the commerce table.
@@ -85,6 +104,56 @@ impl DynamoOrderStore {
         ]);
         put_if_absent(&self.table, item)
     }
+
+    /// `units += k` on the buyer's item, which must hold at most `limit` after it.
+    fn add_units(&self, sale_id: &str, buyer: &str, k: i64, limit: u32) -> TransactWriteItem {
+        let room = i64::from(limit) - k;
+        // A buyer with no room even before holding anything: only a stored `units` could
+        // compare, and it is never negative, so the condition fails as it must.
+        let condition = if room >= 0 {
+            "attribute_not_exists(units) OR units <= :room"
+        } else {
+            "units <= :room"
+        };
+        let update = Update::builder()
+            .set_key(Some(key(buyer_pk(sale_id, buyer), BUYER_SK)))
+            .update_expression("ADD units :k")
+            .condition_expression(condition)
+            .expression_attribute_values(":k", n(k))
+            .expression_attribute_values(":room", n(room));
+        update_in(&self.table, update)
+    }
+
+    /// `units -= k` on the buyer's item, which must hold them: the transaction that confirmed
+    /// the orders added them.
+    fn take_units(&self, sale_id: &str, buyer: &str, k: i64) -> TransactWriteItem {
+        let update = Update::builder()
+            .set_key(Some(key(buyer_pk(sale_id, buyer), BUYER_SK)))
+            .update_expression("ADD units :minus")
+            .condition_expression("units >= :k")
+            .expression_attribute_values(":minus", n(-k))
+            .expression_attribute_values(":k", n(k));
+        update_in(&self.table, update)
+    }
+
+    /// A sale item's attribute, strongly consistent.
+    async fn sale_attributes(
+        &self,
+        sale_id: &str,
+        projection: &str,
+    ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .projection_expression(projection)
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the sale's stock")?;
+        Ok(output.item)
+    }
 }
 
 fn order_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Order> {
@@ -112,13 +181,24 @@ impl OrderStore for DynamoOrderStore {
     async fn confirm_orders(
         &self,
         sale_id: &str,
+        per_user_limit: u32,
         units: &[Unit<NewOrder>],
-    ) -> Result<(), Rejected> {
+    ) -> Result<(), ConfirmRejected> {
+        // Orders first, then buyers, then the sale: a cancellation reports the first failed
+        // condition, so a redelivered order shows as such before its buyer's count would seem
+        // to exceed the limit because of it.
         let mut transaction = Transaction::new();
         for (index, unit) in units.iter().enumerate() {
             transaction = transaction.push(
                 Label::Unit(index),
                 self.put_order(&unit.payload, OrderStatus::Confirmed),
+            );
+        }
+        let buyers = per_buyer(units.iter().map(|unit| unit.payload.user_id.as_str()));
+        for (index, (buyer, k)) in buyers.iter().enumerate() {
+            transaction = transaction.push(
+                Label::Buyer(index),
+                self.add_units(sale_id, buyer, *k, per_user_limit),
             );
         }
         let update = Update::builder()
@@ -127,7 +207,26 @@ impl OrderStore for DynamoOrderStore {
             .condition_expression("stockRemaining >= :n")
             .expression_attribute_values(":n", n(units.len()));
         transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
-        transaction.commit(&self.client).await.map_err(rejected)
+        match transaction.commit(&self.client).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::ConditionFailed {
+                label: Label::Unit(index),
+            }) => Err(ConfirmRejected::AlreadyApplied(index)),
+            Err(TransactError::ConditionFailed {
+                label: Label::Buyer(index),
+            }) => {
+                let buyer = buyers
+                    .get(index)
+                    .and_then(|(buyer, _)| UserId::parse(buyer).ok())
+                    .context("a cancellation reason names no buyer of the transaction")
+                    .map_err(ConfirmRejected::Failed)?;
+                Err(ConfirmRejected::OverLimit(buyer))
+            }
+            Err(TransactError::ConditionFailed {
+                label: Label::Aggregate,
+            }) => Err(ConfirmRejected::SoldOut),
+            Err(other) => Err(ConfirmRejected::Failed(other.into())),
+        }
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
@@ -157,6 +256,11 @@ impl OrderStore for DynamoOrderStore {
                 .expression_attribute_values(":now", s(&now));
             transaction = transaction.push(Label::Unit(index), update_in(&self.table, update));
         }
+        let buyers = per_buyer(units.iter().map(|unit| unit.payload.as_str()));
+        for (index, (buyer, k)) in buyers.iter().enumerate() {
+            transaction =
+                transaction.push(Label::Buyer(index), self.take_units(sale_id, buyer, *k));
+        }
         let update = Update::builder()
             .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
             .update_expression("SET stockRemaining = stockRemaining + :n")
@@ -168,19 +272,42 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(skip(self))]
     async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
+        let item = self.sale_attributes(sale_id, "stockRemaining").await?;
+        Ok(match item {
+            Some(item) => Some(get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?),
+            None => None,
+        })
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
+        let item = self
+            .sale_attributes(sale_id, "stockRemaining, perUserLimit")
+            .await?;
+        let Some(item) = item else {
+            return Ok(None);
+        };
+        Ok(Some(SaleGuards {
+            stock_remaining: get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?,
+            per_user_limit: get_n(&item, "perUserLimit").map_err(anyhow::Error::from)?,
+        }))
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
-            .projection_expression("stockRemaining")
+            .set_key(Some(key(buyer_pk(sale_id, user.as_str()), BUYER_SK)))
+            .projection_expression("units")
             .consistent_read(true)
             .send()
             .await
-            .context("failed to read the sale's stock")?;
+            .context("failed to read what a buyer holds")?;
         Ok(match output.item() {
-            Some(item) => Some(get_n(item, "stockRemaining").map_err(anyhow::Error::from)?),
-            None => None,
+            Some(item) => get_n(item, "units").map_err(anyhow::Error::from)?,
+            None => 0,
         })
     }
 

@@ -2,10 +2,11 @@
 //! path (the commerce table, the Redis reservations, the payment-timeout queue).
 //!
 //! Lifecycle: the order route reserves a unit in Redis and answers `PENDING`; the order
-//! consumer materializes it as `CONFIRMED` (or `REJECTED` when DynamoDB's stock, the final
-//! guard, is exhausted); the buyer pays it (`PAID`) or the payment window ends it
-//! (`CANCELLED`, the unit goes back to both stores). While it is `PENDING`, its owner reads
-//! it from Redis ([`PendingOrders`]): the order id names its sale ([`OrderId`]).
+//! consumer materializes it as `CONFIRMED` (or `REJECTED` when DynamoDB's stock or the
+//! buyer's per-user limit, the final guards, is exhausted); the buyer pays it (`PAID`) or
+//! the payment window ends it (`CANCELLED`, the unit goes back to both stores, and to the
+//! buyer). While it is `PENDING`, its owner reads it from Redis ([`PendingOrders`]): the
+//! order id names its sale ([`OrderId`]).
 
 use super::keys::{ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue};
 use super::sale::SaleId;
@@ -266,22 +267,58 @@ pub struct PublishedSale {
     pub stock_remaining: Option<i64>,
 }
 
+/// What the commerce table's sale item guards: its stock and the units one buyer may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaleGuards {
+    pub stock_remaining: i64,
+    pub per_user_limit: u32,
+}
+
+/// Why [`OrderStore::confirm_orders`] did not commit; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfirmRejected {
+    /// The order of the unit at this index exists: it was materialized before.
+    #[error("order {0} of the commit exists")]
+    AlreadyApplied(usize),
+    /// The sale's `stockRemaining` would go below 0 (or the sale is unknown).
+    #[error("the sale's stock is exhausted")]
+    SoldOut,
+    /// This buyer would hold more units than the sale's per-user limit.
+    #[error("the buyer would exceed the per-user limit")]
+    OverLimit(UserId),
+    /// Anything else (throttling, conflict, network): retrying later may succeed.
+    #[error("the commit failed")]
+    Failed(#[source] anyhow::Error),
+}
+
 /// The orders and sales of the commerce table.
 #[async_trait]
 pub trait OrderStore: Send + Sync {
     /// In one transaction: each unit's order put as CONFIRMED (absent before, else
-    /// [`Rejected::AlreadyApplied`]) and the sale's `stockRemaining -= units.len()`, which
-    /// must stay at least 0 (else [`Rejected::Aggregate`]).
-    async fn confirm_orders(&self, sale_id: &str, units: &[Unit<NewOrder>])
-    -> Result<(), Rejected>;
+    /// [`ConfirmRejected::AlreadyApplied`]); per buyer of the units, `units += k` on the
+    /// buyer's item, which must stay at most `per_user_limit` (else
+    /// [`ConfirmRejected::OverLimit`]); and the sale's `stockRemaining -= units.len()`, which
+    /// must stay at least 0 (else [`ConfirmRejected::SoldOut`]). The first failing condition
+    /// in that order is the one reported.
+    async fn confirm_orders(
+        &self,
+        sale_id: &str,
+        per_user_limit: u32,
+        units: &[Unit<NewOrder>],
+    ) -> Result<(), ConfirmRejected>;
     /// In one transaction: each unit's order put as REJECTED (absent before); no stock change.
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected>;
     /// In one transaction: each unit's order (marker = order id, payload = its holder)
-    /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]) and the sale's
-    /// `stockRemaining += units.len()`.
+    /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]), per holder `units -= k` on
+    /// the buyer's item, and the sale's `stockRemaining += units.len()`.
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected>;
     /// The sale's `stockRemaining`, strongly consistent; `None` for an unknown sale.
     async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError>;
+    /// The sale's stock and per-user limit in one strongly consistent read; `None` for an
+    /// unknown sale.
+    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError>;
+    /// The units `user` holds of the sale (CONFIRMED or PAID orders), strongly consistent.
+    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError>;
     async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError>;
     async fn orders_of(
         &self,

@@ -3,17 +3,20 @@
 //! goes back to both stores, exactly once.
 //!
 //! DynamoDB: per sale and batch, one transaction moves the orders CONFIRMED → CANCELLED
-//! (conditionally, so a paid or already cancelled order drops out) and adds their units to
-//! `stockRemaining` once. Redis: the release script, once per order thanks to the sale's
+//! (conditionally, so a paid or already cancelled order drops out), takes them from each
+//! holder's buyer item (`units`, the per-user limit's final guard, so that the buyer may buy
+//! again) and adds their units to `stockRemaining` once. Redis: the release script, once per order thanks to the sale's
 //! `released` set. A message that finds its order already CANCELLED repeats the release, a
 //! no-op unless the first attempt crashed between the two stores.
 
-use super::orders::{
-    MAX_ORDERS_PER_COMMIT, OrderStatus, OrderStore, Reservations, parse_payment_due,
-};
+use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
+use crate::dynamo::MAX_TRANSACTION_ITEMS;
 use crate::once::{Commit, Rejected, Unit, apply_once, merge};
 use async_trait::async_trait;
+
+/// A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
+const MAX_CANCELS_PER_COMMIT: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
 
 struct CancelCommit<'a> {
     store: &'a dyn OrderStore,
@@ -92,7 +95,7 @@ pub async fn handle_batch(
         if !to_cancel.is_empty() {
             let outcome = apply_once(
                 to_cancel,
-                MAX_ORDERS_PER_COMMIT,
+                MAX_CANCELS_PER_COMMIT,
                 &CancelCommit {
                     store,
                     sale_id: &sale_id,
@@ -200,6 +203,49 @@ mod tests {
         assert_eq!(store.stock(S1), 10);
         assert_eq!(reservations.stock_of(S1), 0);
         assert_eq!(store.sale_writes(), writes + 1);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_order_gives_the_buyers_unit_back_so_the_buyer_may_buy_again() {
+        let store = MemoryOrders::default();
+        store.add_sale_with_limit(S1, 10, 1);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+        };
+        reservations.reserve(S1, "o1", "a");
+        let first = [placed("o1", S1, "a")];
+        assert!(
+            order_consumer::handle_batch(deps, batch(&first))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.units(S1, "a"), 1);
+        let writes = store.sale_writes();
+        for _ in 0..2 {
+            assert!(
+                handle_batch(&store, &reservations, batch(&[due("o1", S1)]))
+                    .await
+                    .is_empty()
+            );
+            assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+            assert_eq!(store.units(S1, "a"), 0);
+            assert_eq!(store.stock(S1), 10);
+            assert_eq!(store.sale_writes(), writes + 1);
+        }
+
+        reservations.reserve(S1, "o2", "a");
+        let second = [placed("o2", S1, "a")];
+        assert!(
+            order_consumer::handle_batch(deps, batch(&second))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o2"), Some(OrderStatus::Confirmed));
+        assert_eq!(store.units(S1, "a"), 1);
     }
 
     #[tokio::test]
