@@ -1,6 +1,6 @@
 //! The order path's adapters against moto and redis-server: orders materialized once with one
-//! stock write per batch, DynamoDB's stock as the final guard, payment timeouts that give a
-//! unit back to both stores once, the reconciliation of orphaned reservations, and an order
+//! stock write per batch, DynamoDB's stock and buyer items as the final guards, payment
+//! timeouts that give a unit back to both stores (and to its buyer) once, the reconciliation of orphaned reservations, and an order
 //! read by its owner as PENDING, then as materialized.
 
 use crate::support::{clients, create_social_table, redis, unique};
@@ -38,6 +38,11 @@ struct World {
 impl World {
     /// `dynamo_stock` in DynamoDB, `redis_stock` in Redis: they differ when Redis lost data.
     async fn new(dynamo_stock: i64, redis_stock: i64) -> Self {
+        Self::with_limit(dynamo_stock, redis_stock, 100).await
+    }
+
+    /// A sale whose buyers may each hold `per_user_limit` units.
+    async fn with_limit(dynamo_stock: i64, redis_stock: i64, per_user_limit: u32) -> Self {
         let clients = clients().await;
         // The commerce table has the same key layout (its gsi1 is the orders index).
         let table = create_social_table(&clients).await;
@@ -45,6 +50,7 @@ impl World {
         let mut item = key(sale_pk(&sale), SALE_SK);
         item.insert("state".to_owned(), s("PUBLISHED"));
         item.insert("stockRemaining".to_owned(), n(dynamo_stock));
+        item.insert("perUserLimit".to_owned(), n(per_user_limit));
         clients
             .dynamodb
             .put_item()
@@ -121,6 +127,22 @@ impl World {
             .await
             .unwrap()
             .unwrap()
+    }
+
+    async fn units(&self, user: &str) -> i64 {
+        self.store
+            .buyer_units(&self.sale, &UserId::parse(user).unwrap())
+            .await
+            .unwrap()
+    }
+
+    async fn bought(&self, user: &str) -> i64 {
+        let mut redis = self.redis.clone();
+        let bought: Option<i64> = redis
+            .hget(SaleKeys::new(&self.sale).bought, user)
+            .await
+            .unwrap();
+        bought.unwrap_or(0)
     }
 
     async fn redis_stock(&self) -> i64 {
@@ -525,4 +547,106 @@ async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
         world.store.orders_of(&bob, limit, Some(&cursor)).await,
         Err(app::seckill::orders::OrderStoreError::ForeignCursor)
     ));
+}
+
+#[tokio::test]
+async fn dynamodb_refuses_a_second_order_of_a_buyer_at_the_limit_after_redis_lost_data() {
+    let world = World::with_limit(10, 10, 1).await;
+    world.reserve("o1", "alice", 0).await;
+    let first = [world.placed("o1", "alice")];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&first))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.units("alice").await, 1);
+
+    // Redis lost the `bought` hash: alice is admitted a second time.
+    let mut redis = world.redis.clone();
+    let _: () = redis.del(SaleKeys::new(&world.sale).bought).await.unwrap();
+    world.reserve("o2", "alice", 0).await;
+    world.reserve("o3", "bob", 0).await;
+    let bodies = [
+        world.placed("o1", "alice"),
+        world.placed("o2", "alice"),
+        world.placed("o3", "bob"),
+    ];
+    for _ in 0..2 {
+        assert!(
+            order_consumer::handle_batch(world.deps(), batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(world.status("o1").await, "CONFIRMED");
+        assert_eq!(world.status("o2").await, "REJECTED");
+        assert_eq!(world.status("o3").await, "CONFIRMED");
+        assert_eq!(world.units("alice").await, 1);
+        assert_eq!(world.units("bob").await, 1);
+        assert_eq!(world.dynamo_stock().await, 8);
+        // o2's unit is back in Redis, and so is alice's count there.
+        assert_eq!(world.released().await, ["o2"]);
+        assert_eq!(world.redis_stock().await, 8);
+        assert_eq!(world.bought("alice").await, 0);
+        assert_eq!(world.pending().await, 0);
+    }
+}
+
+#[tokio::test]
+async fn a_buyers_orders_beyond_the_room_left_are_rejected_first_come_first_served() {
+    let world = World::with_limit(10, 10, 2).await;
+    let mut bodies = Vec::new();
+    for (i, order) in ["o1", "o2", "o3"].into_iter().enumerate() {
+        world.reserve(order, "alice", 0).await;
+        let mut body: serde_json::Value =
+            serde_json::from_str(&world.placed(order, "alice")).unwrap();
+        body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
+        bodies.push(body.to_string());
+    }
+    bodies.reverse();
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&bodies))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.status("o1").await, "CONFIRMED");
+    assert_eq!(world.status("o2").await, "CONFIRMED");
+    assert_eq!(world.status("o3").await, "REJECTED");
+    assert_eq!(world.units("alice").await, 2);
+    assert_eq!(world.dynamo_stock().await, 8);
+    assert_eq!(world.released().await, ["o3"]);
+}
+
+#[tokio::test]
+async fn a_cancelled_order_gives_its_unit_back_to_the_buyer_who_may_buy_again() {
+    let world = World::with_limit(5, 5, 1).await;
+    world.reserve("o1", "alice", 0).await;
+    let first = [world.placed("o1", "alice")];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&first))
+            .await
+            .is_empty()
+    );
+    let due = world.take_payment_due().await;
+    for _ in 0..2 {
+        assert!(
+            payment_timeout::handle_batch(&world.store, &world.reservations, due.clone())
+                .await
+                .is_empty()
+        );
+        assert_eq!(world.status("o1").await, "CANCELLED");
+        assert_eq!(world.units("alice").await, 0);
+        assert_eq!(world.dynamo_stock().await, 5);
+    }
+    assert_eq!(world.bought("alice").await, 0);
+
+    world.reserve("o2", "alice", 0).await;
+    let second = [world.placed("o2", "alice")];
+    assert!(
+        order_consumer::handle_batch(world.deps(), batch(&second))
+            .await
+            .is_empty()
+    );
+    assert_eq!(world.status("o2").await, "CONFIRMED");
+    assert_eq!(world.units("alice").await, 1);
+    assert_eq!(world.dynamo_stock().await, 4);
 }
