@@ -86,6 +86,40 @@ where
     .await
 }
 
+/// Runs `futures` concurrently on the current task and answers their outputs in order: a
+/// batch's independent groups (one per recipient, per followee) wait on DynamoDB side by side
+/// instead of one after the other, so a slow store costs one round trip per batch, not one
+/// per group.
+pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut pending: Vec<Option<std::pin::Pin<Box<F>>>> =
+        futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for (slot, output) in pending.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(value) => {
+                        *output = Some(value);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => done = false,
+                }
+            }
+        }
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|output| output.expect("every future finished"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +147,19 @@ mod tests {
         let parsed = parse_each(messages(event), |body| body.parse::<u32>());
         assert_eq!(parsed.events, [("m1".to_owned(), 7)]);
         assert_eq!(parsed.refused, ["m2"]);
+    }
+
+    #[tokio::test]
+    async fn join_all_runs_side_by_side_and_keeps_the_order() {
+        let started = std::time::Instant::now();
+        let futures: Vec<_> = (0..20u64)
+            .map(|i| async move {
+                tokio::time::sleep(std::time::Duration::from_millis(100 - i)).await;
+                i
+            })
+            .collect();
+        let outputs = join_all(futures).await;
+        assert_eq!(outputs, (0..20).collect::<Vec<_>>());
+        assert!(started.elapsed() < std::time::Duration::from_millis(1_000));
     }
 }

@@ -61,16 +61,22 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
             None => groups.push((followee, vec![unit])),
         }
     }
-    for (followee, units) in groups {
-        let outcome = apply_once(
-            units,
-            MAX_EVENTS_PER_COMMIT,
-            &ForFollowee {
-                store,
-                followee: &followee,
-            },
-        )
-        .await;
+    // Followees are independent items: their commits go side by side.
+    let outcomes = crate::consumer::join_all(
+        groups
+            .iter_mut()
+            .map(|(followee, units)| {
+                let units = std::mem::take(units);
+                let followee = &*followee;
+                async move {
+                    let target = ForFollowee { store, followee };
+                    apply_once(units, MAX_EVENTS_PER_COMMIT, &target).await
+                }
+            })
+            .collect(),
+    )
+    .await;
+    for outcome in outcomes {
         failed.extend(outcome.failed_messages());
     }
     failed

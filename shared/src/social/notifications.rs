@@ -194,12 +194,22 @@ pub async fn handle_batch(store: &dyn NotificationStore, messages: Vec<Message>)
             None => groups.push((recipient, vec![unit])),
         }
     }
-    for (recipient, units) in groups {
-        let target = NewFor {
-            store,
-            recipient: &recipient,
-        };
-        let outcome = apply_once(units, MAX_NEW_PER_COMMIT, &target).await;
+    // Recipients are independent items: their commits go side by side.
+    let outcomes = crate::consumer::join_all(
+        groups
+            .iter_mut()
+            .map(|(recipient, units)| {
+                let units = std::mem::take(units);
+                let recipient = &*recipient;
+                async move {
+                    let target = NewFor { store, recipient };
+                    apply_once(units, MAX_NEW_PER_COMMIT, &target).await
+                }
+            })
+            .collect(),
+    )
+    .await;
+    for outcome in outcomes {
         failed.extend(outcome.failed_messages());
     }
     failed

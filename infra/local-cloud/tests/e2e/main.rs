@@ -5,6 +5,8 @@
 mod cold_start;
 mod follow;
 mod hostile;
+mod hot_keys;
+mod redis_loss;
 mod reliability;
 mod seckill;
 mod support;

@@ -1,0 +1,136 @@
+//! Hot keys: a burst of follows on one celebrity and of orders on one sale, with every writing
+//! function behind the runner's counting proxy; the hottest item may be written at most 0.1
+//! times per follow and per order (DESIGN §6), so that one celebrity or one sale sustains
+//! 10,000 events/s under DynamoDB's 1,000 writes/s per item.
+//!
+//! `HOT_KEY_N` sets the burst (default 200); `make bench` runs it larger and keeps the lines
+//! this test prints (`hot key: ...`).
+
+use crate::follow::{follower_count, sign_up};
+use crate::seckill::{buyers, crowd, open_sale, settled};
+use crate::support::{Api, eventually, options, start, unique_stack};
+use local_cloud::cloud::LocalCloud;
+use std::time::{Duration, Instant};
+
+const WRITERS: &[&str] = &[
+    "FollowFunction",
+    "NotificationConsumerFunction",
+    "FollowerCountConsumerFunction",
+    "OrderConsumerFunction",
+    "PaymentTimeoutConsumerFunction",
+];
+const LIMIT: f64 = 0.1;
+
+fn burst_size() -> usize {
+    std::env::var("HOT_KEY_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200)
+}
+
+/// The most written item since the last reset, and its writes per event.
+fn hottest(cloud: &LocalCloud, events: usize, what: &str) -> f64 {
+    let counts = cloud.faults.write_counts();
+    let (item, writes) = counts.first().expect("the proxies saw writes");
+    let ratio = *writes as f64 / events as f64;
+    println!(
+        "hot key: {what}: {events} events, hottest item {} ({}) written {writes} times = {ratio:.3} per event (target <= {LIMIT})",
+        item.key, item.table
+    );
+    for (item, writes) in counts.iter().skip(1).take(2) {
+        println!("hot key:   next: {} written {writes} times", item.key);
+    }
+    ratio
+}
+
+async fn concurrently<F, Fut>(n: usize, width: usize, task: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut next = 0;
+    while next < n {
+        let tasks: Vec<_> = (next..(next + width).min(n))
+            .map(|i| tokio::spawn(task(i)))
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        next += width;
+    }
+}
+
+#[tokio::test]
+async fn the_hottest_item_takes_at_most_a_tenth_of_a_write_per_follow_and_per_order() {
+    let n = burst_size();
+    let mut options = options(&unique_stack());
+    for writer in WRITERS {
+        options
+            .faults
+            .add(&format!("{writer}:proxy"))
+            .expect("a valid switch");
+    }
+    let cloud = start(options).await;
+    let star = sign_up(&cloud, "star").await;
+    let fans: Vec<Api> = (0..n)
+        .map(|i| Api::new(&cloud, Some(&format!("fan{i}"))))
+        .collect();
+    concurrently(n, 32, |i| {
+        let fan = fans[i].clone();
+        async move {
+            let (status, body) = fan
+                .call(
+                    "PUT",
+                    "/users/me",
+                    Some(serde_json::json!({"displayName": "fan"})),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    })
+    .await;
+
+    cloud.faults.reset_write_counts();
+    let started = Instant::now();
+    concurrently(n, n, |i| {
+        let fan = fans[i].clone();
+        async move {
+            let (status, body) = fan.call("PUT", "/users/star/follow", None).await;
+            assert_eq!(status, 200, "{body}");
+        }
+    })
+    .await;
+    eventually(
+        Duration::from_secs(120),
+        "every follow is counted and notified",
+        || async {
+            let (_, listed) = star.call("GET", "/notifications?limit=1", None).await;
+            (follower_count(&star, "star").await as usize == n
+                && listed["unreadCount"].as_u64() == Some(n as u64))
+            .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "hot key: {n} follows applied in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let per_follow = hottest(&cloud, n, "follow");
+
+    let sale = open_sale(&cloud, n as u32, 1).await;
+    cloud.faults.reset_write_counts();
+    let (accepted, rejected) = crowd(&cloud, &sale, &buyers("buyer", n)).await;
+    assert_eq!(accepted.len(), n, "{rejected:?}");
+    settled(&cloud, &accepted).await;
+    let per_order = hottest(&cloud, n, "order");
+
+    assert!(
+        per_follow <= LIMIT,
+        "{per_follow} writes per follow on the hottest item"
+    );
+    assert!(
+        per_order <= LIMIT,
+        "{per_order} writes per order on the hottest item"
+    );
+    cloud.stop().await;
+}
