@@ -30,7 +30,7 @@ pub struct Subject {
 }
 
 /// What part 1 measured of one binary.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ColdStart {
     pub binary: String,
     pub init_ms: Vec<f64>,

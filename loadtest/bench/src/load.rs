@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a load ran.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LoadReport {
     pub requests: u64,
     pub seconds: f64,
@@ -29,7 +29,7 @@ pub struct LoadReport {
     pub unexpected: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LoadShape {
     pub concurrency: u32,
     pub requests: u64,

@@ -45,7 +45,8 @@ pub struct Args {
     /// The AWS stub every function calls.
     #[arg(long, default_value = "http://127.0.0.1:3920")]
     stub_url: String,
-    #[arg(long, env = "REDIS_URL")]
+    /// The real Redis the seckill functions use; required unless `--from-json`.
+    #[arg(long, env = "REDIS_URL", default_value = "")]
     redis_url: String,
     /// The in-process Runtime API of part 1.
     #[arg(long, default_value = "127.0.0.1:3923")]
@@ -92,6 +93,10 @@ pub struct Args {
     /// smoke run's check); the figures themselves are never judged here.
     #[arg(long)]
     fail_off_happy_path: bool,
+    /// Render the report again from a run's saved figures (its `functions.json`), measuring
+    /// nothing.
+    #[arg(long)]
+    from_json: Option<PathBuf>,
     /// Hand-written analysis appended to the report.
     #[arg(long)]
     notes: Option<PathBuf>,
@@ -158,16 +163,6 @@ fn load_model(args: &Args, path: &Path, stack: &str) -> anyhow::Result<Vec<Funct
         sqs_endpoint: args.stub_url.trim_end_matches('/').to_owned(),
     };
     Ok(template::load(path, &BTreeMap::new(), &names)?.functions)
-}
-
-/// The machine's core count, as `nproc` says it.
-fn cores() -> String {
-    std::process::Command::new("nproc")
-        .output()
-        .ok()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .filter(|out| !out.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 async fn part2(
@@ -274,9 +269,41 @@ async fn part2(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut args = Args::parse();
-    // Each process runs in its binary's directory, as Lambda's task root.
-    args.binaries_dir = std::path::absolute(&args.binaries_dir)?;
+    let args = Args::parse();
+    let notes = match &args.notes {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("failed to read {}", path.display()))?,
+        ),
+        None => None,
+    };
+    if let Some(path) = &args.from_json {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("failed to read {}", path.display()))?;
+        let results: report::Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a bench result", path.display()))?;
+        std::fs::write(&args.out, report::render(&results, notes.as_deref()))?;
+        print!(
+            "{}",
+            report::summary(&results.part1, results.part2.as_ref())
+        );
+        eprintln!("written to {}", args.out.display());
+        return Ok(());
+    }
+    anyhow::ensure!(
+        !args.redis_url.is_empty(),
+        "--redis-url (or REDIS_URL) is required to measure"
+    );
+    let run = report::RunInfo::now(
+        &args.command,
+        args.runs,
+        args.invocations,
+        &args.binaries_dir.display().to_string(),
+        &args.work_dir.display().to_string(),
+    );
+    // Each process runs in its binary's directory, as Lambda's task root; the runners are
+    // given the directory as it was given (the report shows their command lines).
+    let binaries = std::path::absolute(&args.binaries_dir)?;
     std::fs::create_dir_all(&args.work_dir)?;
     let stack = format!("bench{}", std::process::id());
     let functions = load_model(&args, &args.template, &stack)?;
@@ -286,7 +313,7 @@ async fn main() -> anyhow::Result<()> {
     for baseline in ["hello-runtime", "hello-http"] {
         subjects.push(cold_start::Subject {
             binary: baseline.to_owned(),
-            program: args.binaries_dir.join(baseline),
+            program: binaries.join(baseline),
             env: function_env(&args, None, baseline),
             http: baseline == "hello-http",
         });
@@ -294,7 +321,7 @@ async fn main() -> anyhow::Result<()> {
     for spec in &functions {
         subjects.push(cold_start::Subject {
             binary: spec.binary.clone(),
-            program: args.binaries_dir.join(&spec.binary),
+            program: binaries.join(&spec.binary),
             env: function_env(&args, Some(spec), &spec.binary),
             http: is_http(spec),
         });
@@ -322,19 +349,13 @@ async fn main() -> anyhow::Result<()> {
         Some(part2(&args, &functions, &stack, &fixture).await?)
     };
 
-    let raw = serde_json::json!({ "part1": part1, "part2": part2 });
+    let results = report::Results { run, part1, part2 };
     std::fs::write(
         args.work_dir.join("functions.json"),
-        serde_json::to_string_pretty(&raw)?,
+        serde_json::to_string_pretty(&results)?,
     )?;
-    let notes = match &args.notes {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("failed to read {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let text = report::render(&args, &cores(), &part1, part2.as_ref(), notes.as_deref());
+    let text = report::render(&results, notes.as_deref());
+    let (part1, part2) = (results.part1, results.part2);
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }

@@ -1,7 +1,6 @@
 //! The Markdown report: a table per part, the commands, the machine, and which targets are
 //! met or missed and by how much.
 
-use crate::Args;
 use crate::cold_start::ColdStart;
 use crate::load::LoadShape;
 use crate::throughput::Throughput;
@@ -19,16 +18,15 @@ pub const THROUGHPUT_RATIO_MIN: f64 = 0.8;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Part2Row {
     pub measured: Throughput,
     /// Calls the stub served during this function's load, by `X-Amz-Target`.
     pub aws_calls: BTreeMap<String, u64>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Part2 {
-    #[serde(skip)]
     pub shape: LoadShape,
     pub instances: u32,
     pub app_command: String,
@@ -209,24 +207,70 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
     out
 }
 
+/// How a run was made: what the report says besides the figures.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunInfo {
+    /// The entry point, e.g. `loadtest/bench.sh functions`.
+    pub command: String,
+    /// The harness's own command line.
+    pub command_line: String,
+    pub cores: String,
+    pub date: String,
+    pub runs: u32,
+    pub invocations: u32,
+    pub binaries_dir: String,
+    pub work_dir: String,
+}
+
+impl RunInfo {
+    pub fn now(
+        command: &str,
+        runs: u32,
+        invocations: u32,
+        binaries_dir: &str,
+        work_dir: &str,
+    ) -> Self {
+        let now = time::OffsetDateTime::now_utc();
+        let cores = std::process::Command::new("nproc")
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .filter(|out| !out.is_empty())
+            .unwrap_or_else(|| "unknown".to_owned());
+        Self {
+            command: command.to_owned(),
+            command_line: command_line(),
+            cores,
+            date: format!(
+                "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+                now.year(),
+                u8::from(now.month()),
+                now.day(),
+                now.hour(),
+                now.minute()
+            ),
+            runs,
+            invocations,
+            binaries_dir: binaries_dir.to_owned(),
+            work_dir: work_dir.to_owned(),
+        }
+    }
+}
+
+/// Everything one run measured, as saved and re-rendered.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Results {
+    pub run: RunInfo,
+    pub part1: Vec<ColdStart>,
+    pub part2: Option<Part2>,
+}
+
 /// The whole report.
-pub fn render(
-    args: &Args,
-    cores: &str,
-    part1: &[ColdStart],
-    part2: Option<&Part2>,
-    notes: Option<&str>,
-) -> String {
+pub fn render(results: &Results, notes: Option<&str>) -> String {
+    let (run, part1, part2) = (&results.run, &results.part1, results.part2.as_ref());
     let mut out = String::new();
-    let now = time::OffsetDateTime::now_utc();
-    let date = format!(
-        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute()
-    );
+    let date = &run.date;
+    let cores = &run.cores;
     let floor = part1
         .iter()
         .find(|c| c.binary == "hello-runtime")
@@ -242,7 +286,7 @@ pub fn render(
          condition, so every request takes its happy path. Redis is a real `redis-server`. \
          These are the functions' own costs on a floor no real endpoint reaches.\n\n\
          ## Summary\n\n{}",
-        args.command,
+        run.command,
         summary(part1, part2)
     );
 
@@ -260,17 +304,13 @@ pub fn render(
          profile already strips: `strip = true`). Baseline: `hello-runtime`, init p50 \
          {floor:.2} ms; `hello-http` is shown beside it.\n\n\
          Command: `{}` (via `{}`), binaries in `{}`.\n",
-        args.runs,
-        args.invocations,
-        command_line(),
-        args.command,
-        args.binaries_dir.display()
+        run.runs, run.invocations, run.command_line, run.command, run.binaries_dir
     );
     let _ = writeln!(
         out,
         "| binary | init p50 ms | init p90 ms | p50 / hello-runtime | stripped MiB | peak MiB, {} invocations | peak MiB, through the runner | invocations ok / failed |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|",
-        args.invocations
+        run.invocations
     );
     let mut ordered: Vec<&ColdStart> = part1.iter().collect();
     ordered.sort_by_key(|c| (!is_baseline(&c.binary), c.binary.clone()));
@@ -404,8 +444,8 @@ pub fn render(
     }
     let _ = writeln!(
         out,
-        "\nRaw figures: `{}/functions.json` (not committed).",
-        args.work_dir.display()
+        "\nRaw figures: `{}/functions.json` (not committed); `bench --from-json` renders them again.",
+        run.work_dir
     );
     if let Some(notes) = notes {
         let _ = writeln!(out, "\n{}", notes.trim_end());

@@ -147,7 +147,7 @@ impl Runner {
 }
 
 /// One function's load through the runner.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Throughput {
     pub binary: String,
     pub route: String,

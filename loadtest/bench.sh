@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The benchmark harness's entry point. Sections (more will join: decoupling, storm, hot keys):
+#
+#   loadtest/bench.sh functions [--smoke] [bench options]
+#
+# `functions`: DESIGN §6 "cold start" and "per-request overhead" for every function, by
+# `loadtest/bench` against `aws-stub` (instant canned DynamoDB and SQS answers) and a real
+# redis-server: part 1, each binary's init time beside a hello-world lambda_runtime binary,
+# its stripped size and peak memory; part 2, each HTTP function's throughput through the
+# local runner beside a hello-world lambda_http function. Builds the release binaries
+# (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md.
+#
+# --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; ~25 s)
+# written to .local/bench-fn/smoke/, for `make test`: it proves the harness still runs and
+# that every function still takes its happy path against the stub; its figures mean nothing.
+#
+# Ports 3920-3929 on 127.0.0.1: stub 3920, runners 3921/3922, Runtime API 3923, moto 3928 and
+# redis 3929 (LOCAL_STATE .local/bench-fn). Everything started here is stopped by PID.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+export LOCAL_STATE=.local/bench-fn
+stub_port=${BENCH_STUB_PORT:-3920}
+
+usage() {
+    echo "usage: loadtest/bench.sh functions [--smoke] [bench options]" >&2
+    exit 2
+}
+
+if [[ ${1:-} == --with-emulators ]]; then
+    # Second stage: redis (and moto, unused) are up; REDIS_URL is exported.
+    shift
+    profile=$1
+    shift
+    work=$1
+    shift
+    mkdir -p "$work"
+    "target/$profile/aws-stub" --address "127.0.0.1:$stub_port" >"$work/stub.log" 2>&1 &
+    stub=$!
+    cleanup() {
+        set +e
+        kill "$stub" 2>/dev/null
+        wait "$stub" 2>/dev/null
+        return 0
+    }
+    trap cleanup EXIT
+    for _ in $(seq 1 50); do
+        grep -q "listening" "$work/stub.log" && break
+        kill -0 "$stub" 2>/dev/null || { cat "$work/stub.log"; exit 1; }
+        sleep 0.1
+    done
+    grep -q "listening" "$work/stub.log" || { echo "aws-stub did not start"; exit 1; }
+    # The functions and the runners get the stub, never the emulator.
+    unset "${!AWS_ENDPOINT_URL@}"
+    "target/$profile/bench" --binaries-dir "target/$profile" \
+        --stub-url "http://127.0.0.1:$stub_port" --redis-url "$REDIS_URL" --work-dir "$work" "$@"
+    exit 0
+fi
+
+[[ ${1:-} == functions ]] || usage
+shift
+mode=full
+if [[ ${1:-} == --smoke ]]; then
+    mode=smoke
+    shift
+fi
+
+export MOTO_PORT=${BENCH_MOTO_PORT:-3928} REDIS_PORT=${BENCH_REDIS_PORT:-3929}
+if [[ $mode == smoke ]]; then
+    # `make test` has built the debug binaries already; this is a no-op then.
+    cargo build -q --workspace --bins
+    work=.local/bench-fn/smoke
+    infra/run-with-emulators.sh "$0" --with-emulators debug "$work" \
+        --runs 1 --invocations 2 --instances 1 --concurrency 2 --requests 50 --warmup 5 \
+        --duration 5 --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
+        --fail-off-happy-path "$@"
+    echo "bench smoke: ok ($work/functions.md)"
+else
+    echo "building release binaries (cargo build --release --workspace --bins) ..."
+    cargo build --release --workspace --bins
+    infra/run-with-emulators.sh "$0" --with-emulators release .local/bench-fn \
+        --notes loadtest/bench/analysis.md "$@"
+fi
