@@ -3,6 +3,7 @@
 //! client would.
 
 mod cold_start;
+mod decoupling;
 mod follow;
 mod hostile;
 mod hot_keys;
