@@ -8,7 +8,8 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
-        emulators emulators-stop build release sam-build clean-local dlq-replay
+        emulators emulators-stop build release sam-build clean-local dlq-replay load bench \
+        schemathesis
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -20,12 +21,13 @@ token: ## print a local bearer token: make token SUB=alice [GROUPS=admin]
 	@test -n "$(SUB)" || { echo "usage: make token SUB=<user id> [GROUPS=admin]" >&2; exit 2; }
 	@cargo run -q -p local-cloud -- token --sub "$(SUB)" --groups "$(GROUPS)"
 
-test: ## everything CI runs: format, clippy, unit and emulator tests, template lint
+test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, template lint
 	@infra/steps.sh \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
-	  "unit, emulator and local cloud tests|LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace" \
+	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace && infra/reliability-report.sh .local/test" \
+	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh"
 
 fmt: ## format the code
@@ -51,6 +53,17 @@ dlq-replay: ## move a queue's DLQ messages back to it: make dlq-replay QUEUE=Not
 	@test -n "$(QUEUE)" || { echo "usage: make dlq-replay QUEUE=<queue logical id>" >&2; exit 2; }
 	@if [ -z "$$AWS_ENDPOINT_URL" ]; then set -a; . .local/dev/emulators.env; set +a; fi; \
 	  cargo run -q -p local-cloud -- dlq-replay --queue "$(QUEUE)" $(ARGS)
+
+load: ## Artillery load: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=name]
+	@test -n "$(SCENARIO)" || { echo "usage: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=stack name]" >&2; exit 2; }
+	@STACK="$(STACK)" loadtest/load.sh "$(SCENARIO)" $(TARGET)
+
+bench: ## the benchmark harness (release build, ~40 min): loadtest/results/*.md
+	loadtest/bench.sh functions && loadtest/bench-e2e.sh && loadtest/bench-storm.sh
+
+schemathesis: ## property-based API tests against a running local cloud: make schemathesis URL=http://127.0.0.1:3000
+	@test -n "$(URL)" || { echo "usage: make schemathesis URL=http://127.0.0.1:PORT" >&2; exit 2; }
+	infra/schemathesis.sh $(URL)
 
 emulators: ## start moto and redis-server for development (.local/dev)
 	infra/emulators/start.sh

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Gathers the rows that the reliability suite's scenarios wrote once their invariants held
+# ($LOCAL_STATE/reliability/*.md, see infra/local-cloud/tests/e2e/support.rs `report`) into
+# loadtest/results/reliability.md.
+#
+#   infra/reliability-report.sh [STATE_DIR]     (default .local/test)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+rows=${1:-.local/test}/reliability
+out=loadtest/results/reliability.md
+shopt -s nullglob
+files=("$rows"/*.md)
+if [[ ${#files[@]} -eq 0 ]]; then
+    echo "no reliability rows in $rows: run the suite first (make test)" >&2
+    exit 1
+fi
+{
+    echo "# Reliability: faults tried and invariants held"
+    echo
+    echo "Written by the reliability suite itself (\`make test\`: the e2e tests"
+    echo "\`reliability\`, \`redis_loss\` and \`decoupling\` in infra/local-cloud/tests/e2e, then"
+    echo "\`infra/reliability-report.sh\`): a scenario adds its row only after every one of its"
+    echo "assertions passed, so each row is a run in which the invariants held. Faults are"
+    echo "injected by the local cloud's fault switches (README, Operations) or by acting on"
+    echo "Redis; nothing in the functions' code is switched."
+    echo
+    echo "Last run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores."
+    echo
+    echo "| fault | switch | invariants checked afterwards | result |"
+    echo "|---|---|---|---|"
+    cat "${files[@]}"
+} >"$out"
+echo "wrote $out (${#files[@]} scenarios)"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs a command against a local cloud of the project's template: starts
+# `target/debug/local-cloud up` on a free loopback port (the emulators' endpoints must already
+# be in the environment, e.g. under infra/run-with-emulators.sh), waits until it is ready,
+# runs the command with the API's URL as its last argument and in LOCAL_CLOUD_URL, and stops
+# the runner by its PID, whatever the command's outcome.
+#
+#   LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+[[ $# -ge 1 ]] || { echo "usage: infra/with-runner.sh COMMAND [ARGS...]" >&2; exit 2; }
+: "${AWS_ENDPOINT_URL:?start the emulators first (infra/run-with-emulators.sh does)}"
+
+state=${LOCAL_STATE:-.local/test}
+mkdir -p "$state"
+log="$state/with-runner.log"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+target/debug/local-cloud up --template template.yaml --binaries-dir target/debug --quiet \
+    --address "127.0.0.1:$port" --stack-name "smoke$$" >"$log" 2>&1 &
+runner=$!
+stop_runner() {
+    set +e
+    kill -INT "$runner" 2>/dev/null
+    wait "$runner" 2>/dev/null
+    return 0
+}
+trap stop_runner EXIT
+for _ in $(seq 1 300); do
+    grep -q "ready on" "$log" && break
+    kill -0 "$runner" 2>/dev/null || { echo "the local cloud did not start:" >&2; cat "$log" >&2; exit 1; }
+    sleep 0.2
+done
+grep -q "ready on" "$log" || { echo "the local cloud did not get ready in 60 s:" >&2; cat "$log" >&2; exit 1; }
+export LOCAL_CLOUD_URL="http://127.0.0.1:$port"
+echo "local cloud up on $LOCAL_CLOUD_URL (log: $log)"
+"$@" "$LOCAL_CLOUD_URL"
