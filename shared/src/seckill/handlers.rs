@@ -180,7 +180,13 @@ impl From<PlaceOrderError> for ApiError {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
             }
             PlaceOrderError::Unavailable(_) => ApiError::unavailable("RETRY", message),
-            PlaceOrderError::Admission(err) => ApiError::internal(err),
+            PlaceOrderError::Admission(err) => {
+                // Redis, the admission store, failing or unreachable (restarting, failing
+                // over): the buyer was told nothing, and a retry may succeed. The cause is
+                // logged, never shown.
+                tracing::error!(error = ?anyhow::Error::from(err), "the admission store failed");
+                ApiError::unavailable("RETRY", "the sale is briefly unavailable, please retry")
+            }
         }
     }
 }
@@ -229,6 +235,7 @@ pub async fn place_order(
 mod tests {
     use super::*;
     use crate::seckill::admission::fake::{MemoryAdmission, MemoryPublisher};
+    use crate::seckill::admission::{AdmissionError, Verdict};
     use crate::seckill::sale::fake::MemorySales;
     use crate::testing::{api_request, claims_of};
     use lambda_http::RequestExt;
@@ -401,6 +408,47 @@ mod tests {
             (503, Some("RETRY"))
         );
         assert_eq!(admission.stock(&sale), 1);
+    }
+
+    /// Redis unreachable, as while it restarts.
+    struct DownAdmission;
+
+    #[async_trait::async_trait]
+    impl Admission for DownAdmission {
+        async fn reserve(&self, _: &Reservation) -> Result<Verdict, AdmissionError> {
+            Err(AdmissionError(anyhow::anyhow!("broken pipe")))
+        }
+
+        async fn release(
+            &self,
+            _: &SaleId,
+            _: &str,
+            _: Option<&crate::ids::UserId>,
+        ) -> Result<bool, AdmissionError> {
+            Err(AdmissionError(anyhow::anyhow!("broken pipe")))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_order_while_redis_is_down_is_a_503_to_retry_that_hides_the_cause() {
+        let publisher = MemoryPublisher::default();
+        let route = OrderRoute {
+            admission: &DownAdmission,
+            publisher: &publisher,
+            rate_limit_per_second: 5,
+        };
+        let sale = SaleId::generate();
+        let request = with_id(
+            api_request("POST", "/o", "", claims_of("ann")),
+            sale.as_str(),
+        );
+        let (status, body) = answer(place_order(&route, request).await);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (503, Some("RETRY"))
+        );
+        assert!(!body.to_string().contains("pipe"), "{body}");
+        assert!(publisher.sent.lock().unwrap().is_empty());
     }
 
     #[test]
