@@ -54,7 +54,8 @@ if [[ ${1:-} == --with-emulators ]]; then
     # The functions and the runners get the stub, never the emulator.
     unset "${!AWS_ENDPOINT_URL@}"
     "target/$profile/bench" --binaries-dir "target/$profile" \
-        --stub-url "http://127.0.0.1:$stub_port" --redis-url "$REDIS_URL" --work-dir "$work" "$@"
+        --stub-url "http://127.0.0.1:$stub_port" --stub-pid "$stub" --redis-url "$REDIS_URL" \
+        --work-dir "$work" "$@"
     exit 0
 fi
 
@@ -79,6 +80,8 @@ if [[ $mode == smoke ]]; then
 else
     echo "building release binaries (cargo build --release --workspace --bins) ..."
     cargo build --release --workspace --bins
-    infra/run-with-emulators.sh "$0" --with-emulators release .local/bench-fn \
-        --notes loadtest/bench/analysis.md "$@"
+    notes=()
+    # The hand-written analysis of the last run's bounds, appended to the report.
+    [[ -f loadtest/bench/analysis.md ]] && notes=(--notes loadtest/bench/analysis.md)
+    infra/run-with-emulators.sh "$0" --with-emulators release .local/bench-fn "${notes[@]}" "$@"
 fi

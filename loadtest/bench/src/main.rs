@@ -77,9 +77,16 @@ pub struct Args {
     /// Unmeasured requests per function first.
     #[arg(long, default_value_t = 500)]
     warmup: u64,
+    /// The stub's process, whose CPU time part 2 reports (it shares the machine).
+    #[arg(long)]
+    stub_pid: Option<u32>,
     /// Only part 1.
     #[arg(long)]
     skip_throughput: bool,
+    /// An extra variable for every process of part 1, as NAME=VALUE (repeatable): for
+    /// experiments, e.g. `SSL_CERT_FILE=...` to see what loading the trust store costs.
+    #[arg(long = "env", value_parser = parse_pair)]
+    extra_env: Vec<(String, String)>,
     /// Where the report goes.
     #[arg(long, default_value = "loadtest/results/functions.md")]
     out: PathBuf,
@@ -100,6 +107,12 @@ pub struct Args {
     /// Hand-written analysis appended to the report.
     #[arg(long)]
     notes: Option<PathBuf>,
+}
+
+fn parse_pair(raw: &str) -> Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("expected NAME=VALUE, got {raw:?}"))
 }
 
 pub const REGION: &str = "us-east-1";
@@ -146,6 +159,7 @@ fn function_env(args: &Args, spec: Option<&FunctionSpec>, binary: &str) -> Vec<(
         ]
         .map(|(k, v)| (k.to_owned(), v)),
     );
+    env.extend(args.extra_env.iter().cloned());
     env.into_iter().collect()
 }
 
@@ -233,12 +247,22 @@ async fn part2(
         );
         let mut rows = Vec::new();
         eprintln!("  hello-http (before)");
-        let before = throughput::measure("hello-http", &hello, shape, fixture, &tokens).await?;
+        let before =
+            throughput::measure("hello-http", &hello, shape, fixture, &tokens, args.stub_pid)
+                .await?;
         for spec in functions.iter().filter(|spec| is_http(spec)) {
             eprintln!("  {}", spec.binary);
             let calls_before = report::stub_calls(&args.stub_url).await.unwrap_or_default();
             let mut row = report::Part2Row {
-                measured: throughput::measure(&spec.binary, &app, shape, fixture, &tokens).await?,
+                measured: throughput::measure(
+                    &spec.binary,
+                    &app,
+                    shape,
+                    fixture,
+                    &tokens,
+                    args.stub_pid,
+                )
+                .await?,
                 aws_calls: BTreeMap::new(),
             };
             let calls_after = report::stub_calls(&args.stub_url).await.unwrap_or_default();
@@ -251,7 +275,9 @@ async fn part2(
             rows.push(row);
         }
         eprintln!("  hello-http (after)");
-        let after = throughput::measure("hello-http", &hello, shape, fixture, &tokens).await?;
+        let after =
+            throughput::measure("hello-http", &hello, shape, fixture, &tokens, args.stub_pid)
+                .await?;
         Ok(report::Part2 {
             shape,
             instances: args.instances,

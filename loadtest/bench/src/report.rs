@@ -374,7 +374,9 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
              ({hello:.0} requests/s). Requests vary by index: place-order is called by {} \
              users in turn, under its 5 attempts per user and second; get-order and pay-order \
              ask for the stub's order of `{}`. \"AWS calls\" are what the stub served during \
-             the load, per measured or warm-up request.\n\n\
+             the load, per measured or warm-up request; CPU is user + system time from `/proc` over \
+             the same window, per request (the function's instances together; the stub's \
+             includes its answers to every call).\n\n\
              Runners: `{}` and `{}`.\n",
             part2.instances,
             shape.concurrency,
@@ -388,8 +390,8 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
         );
         let _ = writeln!(
             out,
-            "| function | route | expected | requests | requests/s | p50 ms | p99 ms | / hello-http | unexpected answers | AWS calls per request |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+            "| function | route | expected | requests | requests/s | p50 ms | p99 ms | / hello-http | unexpected answers | CPU ms per request: function / runner / stub / load generator | AWS calls per request |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
         );
         row(
             &mut out,
@@ -463,7 +465,7 @@ fn row(out: &mut String, label: &str, measured: &Throughput, hello: f64, calls: 
     };
     let _ = writeln!(
         out,
-        "| {label} | `{}` | {} | {} | {:.0} | {:.3} | {:.3} | {ratio:.2}x{flag} | {} | {calls} |",
+        "| {label} | `{}` | {} | {} | {:.0} | {:.3} | {:.3} | {ratio:.2}x{flag} | {} | {:.3} / {:.3} / {:.3} / {:.3} | {calls} |",
         measured.route,
         measured.expected,
         report.requests,
@@ -471,6 +473,10 @@ fn row(out: &mut String, label: &str, measured: &Throughput, hello: f64, calls: 
         report.p50_ms,
         report.p99_ms,
         report.unexpected,
+        measured.cpu.function_ms,
+        measured.cpu.runner_ms,
+        measured.cpu.stub_ms,
+        measured.cpu.load_generator_ms,
     );
 }
 

@@ -95,11 +95,11 @@ impl Runner {
         }
     }
 
-    /// Peak memory (`VmHWM`, kB) of each of its function binaries, the highest instance's.
-    pub fn function_peaks(&self) -> HashMap<String, u64> {
-        let mut peaks = HashMap::new();
+    /// Its function processes: (pid, binary name).
+    fn functions(&self) -> Vec<(u32, String)> {
+        let mut found = Vec::new();
         let Ok(entries) = std::fs::read_dir("/proc") else {
-            return peaks;
+            return found;
         };
         for entry in entries.flatten() {
             let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -116,18 +116,37 @@ impl Runner {
             if parent != Some(self.pid) {
                 continue;
             }
-            let Some(binary) = std::fs::read_link(format!("/proc/{pid}/exe"))
+            if let Some(binary) = std::fs::read_link(format!("/proc/{pid}/exe"))
                 .ok()
                 .and_then(|exe| exe.file_name().map(|n| n.to_string_lossy().into_owned()))
-            else {
-                continue;
-            };
+            {
+                found.push((pid, binary));
+            }
+        }
+        found
+    }
+
+    /// Peak memory (`VmHWM`, kB) of each of its function binaries, the highest instance's.
+    pub fn function_peaks(&self) -> HashMap<String, u64> {
+        let mut peaks = HashMap::new();
+        for (pid, binary) in self.functions() {
             if let Some(kb) = vm_hwm_kb(pid) {
                 let peak = peaks.entry(binary).or_insert(0);
                 *peak = (*peak).max(kb);
             }
         }
         peaks
+    }
+
+    /// CPU seconds used so far by the runner itself and by the instances of `binary`.
+    fn cpu(&self, binary: &str) -> (f64, f64) {
+        let instances = self
+            .functions()
+            .into_iter()
+            .filter(|(_, name)| name == binary)
+            .filter_map(|(pid, _)| cpu_seconds(pid))
+            .sum();
+        (cpu_seconds(self.pid).unwrap_or(0.0), instances)
     }
 
     /// SIGINT (the runner stops its functions in order), then a kill if it lingers.
@@ -146,6 +165,27 @@ impl Runner {
     }
 }
 
+/// CPU seconds (user + system) a process has used, from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / CLOCK_TICKS)
+}
+
+/// `getconf CLK_TCK` on Linux.
+const CLOCK_TICKS: f64 = 100.0;
+
+/// Where the CPU went during one load, in milliseconds per request.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct CpuPerRequest {
+    pub function_ms: f64,
+    pub runner_ms: f64,
+    pub stub_ms: f64,
+    pub load_generator_ms: f64,
+}
+
 /// One function's load through the runner.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Throughput {
@@ -155,6 +195,7 @@ pub struct Throughput {
     pub report: LoadReport,
     /// Highest `VmHWM` of its instances after the load, kB.
     pub vm_hwm_kb: Option<u64>,
+    pub cpu: CpuPerRequest,
 }
 
 /// Bearer tokens of every user the scenarios use, minted once.
@@ -207,22 +248,45 @@ pub async fn measure(
     shape: LoadShape,
     fixture: &Arc<Fixture>,
     tokens: &Arc<Tokens>,
+    stub_pid: Option<u32>,
 ) -> anyhow::Result<Throughput> {
     let first = scenarios::http_call(binary, fixture, 0)
         .with_context(|| format!("no scenario for {binary}"))?;
     let address = runner.address;
+    let me = std::process::id();
+    let snapshot = || {
+        let (runner_cpu, function_cpu) = runner.cpu(binary);
+        (
+            function_cpu,
+            runner_cpu,
+            stub_pid.and_then(cpu_seconds).unwrap_or(0.0),
+            cpu_seconds(me).unwrap_or(0.0),
+        )
+    };
+    let before = snapshot();
     let (name, fixture, tokens) = (binary.to_owned(), fixture.clone(), tokens.clone());
     let report = load::run(address, shape, first.expected, move |i| {
         let call = scenarios::http_call(&name, &fixture, i).expect("checked above");
         http_request(&call, address, &tokens)
     })
     .await?;
+    let after = snapshot();
+    // Warm-up requests are inside the window too.
+    let per_request =
+        |from: f64, to: f64| (to - from) * 1e3 / (report.requests + shape.warmup).max(1) as f64;
+    let cpu = CpuPerRequest {
+        function_ms: per_request(before.0, after.0),
+        runner_ms: per_request(before.1, after.1),
+        stub_ms: per_request(before.2, after.2),
+        load_generator_ms: per_request(before.3, after.3),
+    };
     Ok(Throughput {
         binary: binary.to_owned(),
         route: format!("{} {}", first.method, first.route),
         expected: first.expected,
         report,
         vm_hwm_kb: runner.function_peaks().get(binary).copied(),
+        cpu,
     })
 }
 
