@@ -189,8 +189,9 @@ async fn consumers_killed_mid_batch_lose_and_duplicate_nothing() {
             .functions
             .entry(consumer.to_owned())
             .or_default();
-        // Each write takes 100 ms, and the process dies 150 ms into the batch: after its
-        // first writes, before its last.
+        // Each write waits 100 ms in the proxy, and the process dies 60 ms into the batch,
+        // with its writes in flight: whichever of them the proxy still forwards lands, the
+        // others don't, and the batch's answer never comes.
         faults.rules.push(rule(
             Service::DynamoDb,
             &["PutItem", "UpdateItem", "TransactWriteItems"],
@@ -198,7 +199,7 @@ async fn consumers_killed_mid_batch_lose_and_duplicate_nothing() {
         ));
         faults.crash = Some(Crash {
             probability: 1.0,
-            after: Duration::from_millis(150),
+            after: Duration::from_millis(60),
         });
     }
     let cloud = start(options).await;
@@ -234,7 +235,7 @@ async fn consumers_killed_mid_batch_lose_and_duplicate_nothing() {
     report(
         "crash-mid-batch",
         "consumer processes killed (SIGKILL) mid-batch",
-        "--fault CONSUMER:crash=1@150ms, then off",
+        "--fault CONSUMER:crash=1@60ms, then off",
         &held,
     );
     cloud.stop().await;
