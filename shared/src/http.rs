@@ -62,6 +62,17 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
+    /// A store (Redis, DynamoDB) failing or unreachable, e.g. restarting or failing over: a
+    /// `503 RETRY`, since a retry may well succeed. The cause is logged, never shown.
+    pub fn store_unavailable(cause: impl Into<anyhow::Error>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "RETRY",
+            message: "briefly unavailable, please retry".to_owned(),
+            cause: Some(cause.into()),
+        }
+    }
+
     /// A failure of ours. The client learns only that it happened; the cause is logged.
     pub fn internal(cause: impl Into<anyhow::Error>) -> Self {
         Self {
@@ -228,6 +239,17 @@ mod tests {
         assert_eq!(
             body_json(&response),
             json!({"error": {"code": "INTERNAL", "message": "internal error"}})
+        );
+    }
+
+    #[test]
+    fn a_store_outage_is_a_503_to_retry_without_its_cause() {
+        let cause = anyhow::anyhow!("connection refused to redis://10.0.0.7:6379");
+        let response = ApiError::store_unavailable(cause).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body_json(&response),
+            json!({"error": {"code": "RETRY", "message": "briefly unavailable, please retry"}})
         );
     }
 

@@ -90,7 +90,8 @@ pub async fn publish_sale(
     match sale::publish(store, cache, &id, &now).await {
         Ok(sale) => Ok(json(StatusCode::OK, &sale_body(&sale))),
         Err(err @ PublishError::NotFound(_)) => Err(ApiError::not_found(err.to_string())),
-        Err(PublishError::Store(err)) => Err(ApiError::internal(err)),
+        // The table or the cache failing: publishing again is how the operator retries.
+        Err(PublishError::Store(err)) => Err(ApiError::store_unavailable(err)),
     }
 }
 
@@ -136,7 +137,7 @@ pub async fn get_sale(cache: &dyn SaleCache, request: Request) -> Result<Respons
     let detail = cache
         .detail(&id)
         .await
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::store_unavailable)?
         .ok_or_else(|| ApiError::not_found(format!("no sale {id}")))?;
     let now_ms = epoch_ms(OffsetDateTime::now_utc());
     let mut response = json(StatusCode::OK, &detail_body(&detail, now_ms));
