@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark harness's entry point. Sections (more will join: decoupling, storm, hot keys):
 #
-#   loadtest/bench.sh functions [--smoke] [bench options]
+#   loadtest/bench.sh functions [--smoke | --no-build] [bench options]
 #
 # `functions`: DESIGN §6 "cold start" and "per-request overhead" for every function, by
 # `loadtest/bench` against `aws-stub` (instant canned DynamoDB and SQS answers) and a real
@@ -10,6 +10,8 @@
 # local runner beside a hello-world lambda_http function. Builds the release binaries
 # (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md.
 #
+# --no-build: measure the release binaries already in target/release (a release build of
+# every function takes ~30 min on 2 cores); the report's command line says so.
 # --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; ~25 s)
 # written to .local/bench-fn/smoke/, for `make test`: it proves the harness still runs and
 # that every function still takes its happy path against the stub; its figures mean nothing.
@@ -24,7 +26,7 @@ export LOCAL_STATE=.local/bench-fn
 stub_port=${BENCH_STUB_PORT:-3920}
 
 usage() {
-    echo "usage: loadtest/bench.sh functions [--smoke] [bench options]" >&2
+    echo "usage: loadtest/bench.sh functions [--smoke | --no-build] [bench options]" >&2
     exit 2
 }
 
@@ -62,10 +64,16 @@ fi
 [[ ${1:-} == functions ]] || usage
 shift
 mode=full
-if [[ ${1:-} == --smoke ]]; then
+case ${1:-} in
+--smoke)
     mode=smoke
     shift
-fi
+    ;;
+--no-build)
+    mode=no-build
+    shift
+    ;;
+esac
 
 export MOTO_PORT=${BENCH_MOTO_PORT:-3928} REDIS_PORT=${BENCH_REDIS_PORT:-3929}
 if [[ $mode == smoke ]]; then
@@ -78,10 +86,15 @@ if [[ $mode == smoke ]]; then
         --fail-off-happy-path "$@"
     echo "bench smoke: ok ($work/functions.md)"
 else
-    echo "building release binaries (cargo build --release --workspace --bins) ..."
-    cargo build --release --workspace --bins
+    if [[ $mode == full ]]; then
+        echo "building release binaries (cargo build --release --workspace --bins) ..."
+        cargo build --release --workspace --bins
+    fi
     notes=()
     # The hand-written analysis of the last run's bounds, appended to the report.
     [[ -f loadtest/bench/analysis.md ]] && notes=(--notes loadtest/bench/analysis.md)
-    infra/run-with-emulators.sh "$0" --with-emulators release .local/bench-fn "${notes[@]}" "$@"
+    command="loadtest/bench.sh functions"
+    [[ $mode == no-build ]] && command+=" --no-build"
+    infra/run-with-emulators.sh "$0" --with-emulators release .local/bench-fn "${notes[@]}" \
+        --command "$command${*:+ $*}" "$@"
 fi

@@ -83,6 +83,9 @@ pub struct Args {
     /// Only part 1.
     #[arg(long)]
     skip_throughput: bool,
+    /// Measure only these binaries (repeatable; the baselines always run), e.g. to profile one.
+    #[arg(long = "only", value_name = "BINARY")]
+    only: Vec<String>,
     /// An extra variable for every process of part 1, as NAME=VALUE (repeatable): for
     /// experiments, e.g. `SSL_CERT_FILE=...` to see what loading the trust store costs.
     #[arg(long = "env", value_parser = parse_pair)]
@@ -188,7 +191,8 @@ async fn part2(
     let tokens = Arc::new(throughput::Tokens::mint());
     let runner = throughput::runner_program(&args.binaries_dir);
     let env = base_env(args);
-    let disabled: Vec<String> = functions
+    // From the whole template: `--only` narrows what is measured, not what runs.
+    let disabled: Vec<String> = load_model(args, &args.template, stack)?
         .iter()
         .filter(|spec| !is_http(spec))
         .map(|spec| spec.name.clone())
@@ -332,7 +336,10 @@ async fn main() -> anyhow::Result<()> {
     let binaries = std::path::absolute(&args.binaries_dir)?;
     std::fs::create_dir_all(&args.work_dir)?;
     let stack = format!("bench{}", std::process::id());
-    let functions = load_model(&args, &args.template, &stack)?;
+    let functions: Vec<FunctionSpec> = load_model(&args, &args.template, &stack)?
+        .into_iter()
+        .filter(|spec| args.only.is_empty() || args.only.contains(&spec.binary))
+        .collect();
     let fixture = Arc::new(scenarios::Fixture::new());
 
     let mut subjects: Vec<cold_start::Subject> = Vec::new();
@@ -375,6 +382,8 @@ async fn main() -> anyhow::Result<()> {
         Some(part2(&args, &functions, &stack, &fixture).await?)
     };
 
+    let mut run = run;
+    run.load_average.push(report::load_average());
     let results = report::Results { run, part1, part2 };
     std::fs::write(
         args.work_dir.join("functions.json"),
