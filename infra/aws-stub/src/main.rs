@@ -32,6 +32,10 @@
 //! and is counted: `GET /__stub/stats` answers the count of every operation served, so a
 //! benchmark can report its AWS calls per request and prove none went unanswered.
 //!
+//! Event sources have nothing to deliver from it (queues are always empty, tables have no
+//! stream), so `loadtest/bench` runs the runner with every non-HTTP function's event sources
+//! off (`--disable-sources`); a poller left on would only long-poll an empty queue.
+//!
 //! Not a DynamoDB or SQS emulator: nothing is stored, nothing is ever refused (no
 //! `ConditionalCheckFailed`, no throttling). The figures measured against it are the functions'
 //! own overhead, a floor that no real endpoint reaches.
