@@ -320,6 +320,12 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("written to {}", args.out.display());
         return Ok(());
     }
+    for address in [args.runtime_address, args.app_address, args.hello_address] {
+        anyhow::ensure!(
+            address.ip().is_loopback(),
+            "{address}: the harness listens and runs the runners on loopback only"
+        );
+    }
     anyhow::ensure!(
         !args.redis_url.is_empty(),
         "--redis-url (or REDIS_URL) is required to measure"
