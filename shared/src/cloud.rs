@@ -19,9 +19,48 @@ use aws_sdk_elasticache::operation::describe_replication_groups::DescribeReplica
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 
+/// Amazon Trust Services' roots (see `certs/README.md`): every AWS API endpoint's
+/// certificate chains to one of them.
+const AMAZON_ROOTS: [&str; 5] = [
+    include_str!("../certs/amazon-root-ca-1.pem"),
+    include_str!("../certs/amazon-root-ca-2.pem"),
+    include_str!("../certs/amazon-root-ca-3.pem"),
+    include_str!("../certs/amazon-root-ca-4.pem"),
+    include_str!("../certs/starfield-services-root-certificate-authority-g2.pem"),
+];
+
 /// Loads the shared SDK configuration from the environment.
+///
+/// Its HTTPS client trusts Amazon's roots only, unless an endpoint override is `https://`
+/// (LocalStack, a proxy: any certificate), when it keeps the system's trust store. Reading
+/// the system store costs every cold start a few milliseconds (a file per certificate on
+/// some hosts) for endpoints whose chains always end at these five roots.
 pub async fn sdk_config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    let loader = aws_config::defaults(BehaviorVersion::latest());
+    let overrides_https = std::env::vars()
+        .any(|(name, value)| name.starts_with("AWS_ENDPOINT_URL") && value.starts_with("https:"));
+    if overrides_https {
+        return loader.load().await;
+    }
+    loader.http_client(amazon_https_client()).load().await
+}
+
+/// The SDK's HTTPS client (rustls with aws-lc, as `default-https-client`) with a trust store
+/// of [`AMAZON_ROOTS`] alone.
+fn amazon_https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
+    let mut roots = TrustStore::empty().with_native_roots(false);
+    for pem in AMAZON_ROOTS {
+        roots.add_pem_certificate(pem.as_bytes());
+    }
+    let context = TlsContext::builder()
+        .with_trust_store(roots)
+        .build()
+        .expect("a trust store of static certificates is valid");
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(context)
+        .build_https()
 }
 
 /// The AWS clients a function may use, all built from one [`SdkConfig`].
@@ -152,6 +191,28 @@ pub async fn redis_from_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_amazon_roots_are_five_whole_certificates() {
+        use base64::Engine as _;
+        for pem in AMAZON_ROOTS {
+            let body: String = pem
+                .lines()
+                .skip_while(|line| *line != "-----BEGIN CERTIFICATE-----")
+                .skip(1)
+                .take_while(|line| *line != "-----END CERTIFICATE-----")
+                .collect();
+            let der = base64::engine::general_purpose::STANDARD
+                .decode(body)
+                .expect("base64 inside the PEM armour");
+            // A DER certificate is one SEQUENCE with a long-form length.
+            assert_eq!(der[0], 0x30);
+            assert!(der.len() > 400, "{} bytes", der.len());
+            assert_eq!(pem.matches("BEGIN CERTIFICATE").count(), 1);
+        }
+        // Building the client with them must not panic.
+        let _client = amazon_https_client();
+    }
 
     #[test]
     fn redis_url_wins_over_the_cache_name() {
