@@ -57,6 +57,7 @@ LOCAL_STATE=$work infra/run-with-emulators.sh cargo nextest run --release -p loc
     echo "celebrity, then $HOT_KEY_N orders on one sale of $HOT_KEY_N units."
     echo
     grep '^hot key:' "$work/run.log" | sed 's/^hot key: /- /'
+    cat loadtest/bench-e2e-analysis.md
 } >"$out"
 echo "wrote $out"
 exit "$status"
