@@ -240,21 +240,6 @@ impl LocalCloud {
         })
     }
 
-    /// Kills the processes of `function` that hold an invocation right now, as a crash
-    /// would; answers how many. The runtime restarts them.
-    pub fn kill_busy(&self, function: &str) -> usize {
-        self.runtime
-            .function(function)
-            .map_or(0, |handle| handle.kill_busy())
-    }
-
-    /// How many invocations `function` has answered so far (0 for an unknown function).
-    pub fn invocations(&self, function: &str) -> u64 {
-        self.runtime
-            .function(function)
-            .map_or(0, |handle| handle.invocations())
-    }
-
     /// Stops the HTTP API, the event sources and every function process.
     pub async fn stop(self) {
         let _ = self.stop_gateway.send(());

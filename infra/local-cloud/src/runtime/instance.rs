@@ -111,33 +111,6 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// An instance's entry in its function's process table while its process lives.
-struct Registered<'a> {
-    spec: &'a InstanceSpec,
-}
-
-impl<'a> Registered<'a> {
-    fn new(spec: &'a InstanceSpec, pid: u32, generation: Arc<Generation>) -> Self {
-        spec.function
-            .processes
-            .lock()
-            .expect("process table lock")
-            .insert(spec.index, (pid, generation));
-        Self { spec }
-    }
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.spec
-            .function
-            .processes
-            .lock()
-            .expect("process table lock")
-            .remove(&self.spec.index);
-    }
-}
-
 /// One process, from start to exit.
 async fn run_process(
     spec: &InstanceSpec,
@@ -169,9 +142,6 @@ async fn run_process(
             return fail_init(spec, &generation, first_init, &message);
         }
     };
-    let _registered = child
-        .id()
-        .map(|pid| Registered::new(spec, pid, generation.clone()));
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(console::pump(stdout, spec.prefix.clone()));
     }

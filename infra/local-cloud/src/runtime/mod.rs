@@ -97,8 +97,6 @@ pub(crate) struct FunctionShared {
     log_invocations: bool,
     invocations: AtomicU64,
     pub(crate) faults: Arc<Faults>,
-    /// The live process of each instance (by index): its pid and what it holds.
-    pub(crate) processes: std::sync::Mutex<BTreeMap<u32, (u32, Arc<api::Generation>)>>,
 }
 
 impl FunctionShared {
@@ -185,7 +183,6 @@ impl Runtime {
                 log_invocations: options.log_invocations,
                 invocations: AtomicU64::new(0),
                 faults: options.faults.clone(),
-                processes: Default::default(),
             });
             let env = Arc::new(function_env(spec, &options, &inherited, region, &task_root));
             for index in 1..=instances {
@@ -305,25 +302,6 @@ impl FunctionHandle {
     /// concurrency).
     pub fn instances(&self) -> u32 {
         self.shared.instances
-    }
-
-    /// Kills (SIGKILL) its processes that hold an invocation right now; answers how many.
-    pub fn kill_busy(&self) -> usize {
-        let busy: Vec<u32> = self
-            .shared
-            .processes
-            .lock()
-            .expect("process table lock")
-            .values()
-            .filter(|(_, generation)| generation.in_flight().is_some())
-            .map(|(pid, _)| *pid)
-            .collect();
-        for pid in &busy {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-        busy.len()
     }
 
     /// How many invocations have been answered so far.
