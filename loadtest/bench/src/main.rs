@@ -14,7 +14,6 @@
 //! `redis-server`. `loadtest/bench.sh functions` starts both and runs this.
 
 mod cold_start;
-mod load;
 mod report;
 mod runtime_api;
 mod scenarios;
@@ -238,7 +237,7 @@ async fn part2(
         }
     };
     let result = async {
-        let shape = load::LoadShape {
+        let shape = loadgen::LoadShape {
             concurrency: args.concurrency,
             requests: args.requests,
             duration: Duration::from_secs_f64(args.duration),

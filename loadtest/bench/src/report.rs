@@ -2,10 +2,10 @@
 //! met or missed and by how much.
 
 use crate::cold_start::ColdStart;
-use crate::load::LoadShape;
 use crate::throughput::Throughput;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
+use loadgen::LoadShape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -3,11 +3,11 @@
 //! second runner with the same instances, measured before and after the functions.
 
 use crate::cold_start::vm_hwm_kb;
-use crate::load::{self, LoadReport, LoadShape};
 use crate::scenarios::{self, ADMIN, Call, Fixture, ORDER_OWNER, USERS};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use http_body_util::Full;
+use loadgen::{LoadReport, LoadShape};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -265,7 +265,7 @@ pub async fn measure(
     };
     let before = snapshot();
     let (name, fixture, tokens) = (binary.to_owned(), fixture.clone(), tokens.clone());
-    let report = load::run(address, shape, first.expected, move |i| {
+    let report = loadgen::run(address, shape, first.expected, move |i| {
         let call = scenarios::http_call(&name, &fixture, i).expect("checked above");
         http_request(&call, address, &tokens)
     })
@@ -306,7 +306,7 @@ pub async fn call_once(
     };
     let request = http_request(&call, runner.address, tokens);
     let request = std::sync::Mutex::new(Some(request));
-    let report = load::run(runner.address, shape, call.expected, move |_| {
+    let report = loadgen::run(runner.address, shape, call.expected, move |_| {
         request
             .lock()
             .expect("no panic under the lock")

@@ -8,14 +8,11 @@
 use anyhow::Context;
 use bytes::Bytes;
 use clap::Parser;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
+use loadgen::LoadShape;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Parser, Clone)]
 #[command(version, about)]
@@ -79,20 +76,6 @@ fn parse_url(url: &str) -> anyhow::Result<Target> {
     })
 }
 
-struct Worker {
-    sender: http1::SendRequest<Full<Bytes>>,
-}
-
-async fn connect(target: &Target) -> anyhow::Result<Worker> {
-    let stream = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .with_context(|| format!("failed to connect to {}:{}", target.host, target.port))?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(Worker { sender })
-}
-
 fn request(args: &Args, target: &Target) -> anyhow::Result<http::Request<Full<Bytes>>> {
     let mut builder = http::Request::builder()
         .method(args.method.as_str())
@@ -108,105 +91,37 @@ fn request(args: &Args, target: &Target) -> anyhow::Result<http::Request<Full<By
     Ok(builder.body(Full::new(Bytes::from(body)))?)
 }
 
-/// Sends one request, reconnecting once if the server closed the connection.
-async fn send(
-    worker: &mut Worker,
-    target: &Target,
-    request: http::Request<Full<Bytes>>,
-) -> Result<u16, String> {
-    if worker.sender.ready().await.is_err() {
-        *worker = connect(target).await.map_err(|e| e.to_string())?;
-    }
-    let response = worker
-        .sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status().as_u16();
-    response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(status)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index] as f64 / 1000.0
-}
-
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let target = Arc::new(parse_url(&args.url)?);
+    let target = parse_url(&args.url)?;
     request(&args, &target)?;
-
-    // Warm up: not measured.
-    let mut warm = connect(&target).await?;
-    for _ in 0..args.warmup {
-        let _ = send(&mut warm, &target, request(&args, &target)?).await;
-    }
-
-    let issued = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs_f64(args.duration);
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..args.concurrency {
-        let args = args.clone();
-        let target = target.clone();
-        let issued = issued.clone();
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-            let mut worker = match connect(&target).await {
-                Ok(worker) => worker,
-                Err(err) => {
-                    *statuses.entry(format!("error: {err}")).or_default() += 1;
-                    return (latencies, statuses);
-                }
-            };
-            while issued.fetch_add(1, Ordering::Relaxed) < args.requests
-                && Instant::now() < deadline
-            {
-                let request = request(&args, &target).expect("checked before starting");
-                let sent = Instant::now();
-                let outcome = send(&mut worker, &target, request).await;
-                latencies.push(sent.elapsed().as_micros() as u64);
-                let key = match outcome {
-                    Ok(status) => status.to_string(),
-                    Err(err) => format!("error: {err}"),
-                };
-                *statuses.entry(key).or_default() += 1;
-            }
-            (latencies, statuses)
-        }));
-    }
-    let mut latencies = Vec::new();
-    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    for worker in workers {
-        let (l, s) = worker.await?;
-        latencies.extend(l);
-        for (key, count) in s {
-            *statuses.entry(key).or_default() += count;
-        }
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    latencies.sort_unstable();
+    let address = tokio::net::lookup_host((target.host.as_str(), target.port))
+        .await?
+        .next()
+        .with_context(|| format!("{} has no address", target.host))?;
+    let shape = LoadShape {
+        concurrency: args.concurrency,
+        requests: args.requests,
+        duration: Duration::from_secs_f64(args.duration),
+        warmup: args.warmup,
+    };
+    let built = args.clone();
+    let load = loadgen::run(address, shape, 200, move |_| {
+        request(&built, &target).expect("checked before starting")
+    })
+    .await?;
     let report = Report {
         url: args.url.clone(),
         concurrency: args.concurrency,
-        requests: latencies.len() as u64,
-        seconds,
-        requests_per_second: latencies.len() as f64 / seconds,
-        p50_ms: percentile(&latencies, 0.50),
-        p90_ms: percentile(&latencies, 0.90),
-        p99_ms: percentile(&latencies, 0.99),
-        max_ms: percentile(&latencies, 1.0),
-        statuses,
+        requests: load.requests,
+        seconds: load.seconds,
+        requests_per_second: load.requests_per_second,
+        p50_ms: load.p50_ms,
+        p90_ms: load.p90_ms,
+        p99_ms: load.p99_ms,
+        max_ms: load.max_ms,
+        statuses: load.statuses,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -1,7 +1,7 @@
-//! Closed-loop HTTP load, as `loadgen` does it: `concurrency` keep-alive connections, each
-//! sending its next request as soon as the previous one is answered, until `requests` have
-//! been sent or `duration` has passed. Unlike `loadgen`, request `i` is built by the caller,
-//! so that each one may come from another user.
+//! Closed-loop HTTP load: `concurrency` keep-alive connections, each sending its next request
+//! as soon as the previous one is answered, until `requests` have been sent or `duration` has
+//! passed. Request `i` is built by the caller, so that each one may come from another user.
+//! The `loadgen` binary sends one request over and over with it; `bench` varies them.
 
 use anyhow::Context;
 use bytes::Bytes;
