@@ -13,6 +13,7 @@
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
+//! - `loopback`: the plain HTTP server of the runner's own endpoints (Runtime API, proxies).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 
@@ -20,6 +21,7 @@ pub mod cloud;
 pub mod faults;
 pub mod gateway;
 pub mod jwt;
+mod loopback;
 pub mod model;
 pub mod provision;
 pub mod replay;

@@ -11,18 +11,14 @@ use http::header::{HOST, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// A running proxy; dropping it stops it.
 pub struct Proxy {
@@ -65,30 +61,11 @@ pub async fn start(function: &str, upstream: &str, faults: Arc<Faults>) -> anyho
         faults,
         client: Client::builder(TokioExecutor::new()).build(connector),
     });
-    let task = tokio::spawn(async move {
-        let mut connections = JoinSet::new();
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
-                        let _ = stream.set_nodelay(true);
-                        let state = state.clone();
-                        connections.spawn(async move {
-                            let service = service_fn(move |request| {
-                                let state = state.clone();
-                                async move { Ok::<_, Infallible>(handle(&state, request).await) }
-                            });
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                },
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            }
-        }
-    });
+    let task = tokio::spawn(crate::loopback::serve(
+        listener,
+        state,
+        |state, request| async move { handle(&state, request).await },
+    ));
     Ok(Proxy { address, task })
 }
 

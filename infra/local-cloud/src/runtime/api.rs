@@ -12,16 +12,11 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 use uuid::Uuid;
 
 /// Lambda's limit on a synchronous invocation's response.
@@ -121,29 +116,10 @@ impl Generation {
 /// Serves the Runtime API on `listener` until the task is dropped (which drops every
 /// connection with it).
 pub(crate) async fn serve(listener: TcpListener, generation: Arc<Generation>) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let generation = generation.clone();
-                    connections.spawn(async move {
-                        let service = service_fn(move |request| {
-                            let generation = generation.clone();
-                            async move { Ok::<_, Infallible>(handle(&generation, request).await) }
-                        });
-                        let _ = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
-                    });
-                }
-                // Out of file descriptors or the like: try again shortly.
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
+    crate::loopback::serve(listener, generation, |generation, request| async move {
+        handle(&generation, request).await
+    })
+    .await;
 }
 
 async fn handle(generation: &Generation, request: Request<Incoming>) -> Response<Full<Bytes>> {
