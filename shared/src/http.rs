@@ -174,6 +174,19 @@ pub fn query_parameter(request: &Request, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A list route's `limit` and `cursor` query parameters, or a 400 that says which is wrong.
+pub fn page_query(
+    request: &Request,
+) -> Result<(crate::cursor::PageLimit, Option<crate::cursor::Cursor>), ApiError> {
+    let limit = crate::cursor::PageLimit::parse(query_parameter(request, "limit").as_deref())
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let cursor = query_parameter(request, "cursor")
+        .map(|raw| crate::cursor::Cursor::parse(&raw))
+        .transpose()
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    Ok((limit, cursor))
+}
+
 /// The request body parsed as JSON, or a 400 that says what is wrong with it.
 ///
 /// Every body of the API is a JSON object; anything else is refused up front, so that the

@@ -13,9 +13,9 @@ use super::orders::{
 use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body, path_parameter};
 use crate::ids::UserId;
-use crate::social::cursor::{Cursor, InvalidCursor, PageLimit};
+use crate::social::cursor::InvalidCursor;
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::json as body;
 
@@ -80,14 +80,7 @@ pub async fn list_orders(
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     let caller = Caller::from_request(&request)?;
-    let query = request.query_string_parameters_ref();
-    let limit = PageLimit::parse(query.and_then(|q| q.first("limit")))
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
-    let cursor = query
-        .and_then(|q| q.first("cursor"))
-        .map(Cursor::parse)
-        .transpose()
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let (limit, cursor) = crate::http::page_query(&request)?;
     let page = store
         .orders_of(&caller.user_id, limit, cursor.as_ref())
         .await
@@ -156,6 +149,7 @@ mod tests {
     use crate::seckill::sale::SaleId;
     use crate::seckill::{order_consumer, payment_timeout};
     use crate::testing::{api_request, claims_of};
+    use lambda_http::RequestExt;
     use serde_json::Value;
     use std::collections::HashMap;
 

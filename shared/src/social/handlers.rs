@@ -1,10 +1,9 @@
 //! HTTP entry points of the social routes: translate the request, call the domain, answer.
 
-use super::cursor::{Cursor, PageLimit};
 use super::follow::{self, Direction, FollowError, FollowState, GraphStore, Relationship};
 use super::profile::{DisplayName, ProfileStore};
 use crate::auth::Caller;
-use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter};
+use crate::http::{ApiError, json, page_query, parse_body, path_parameter};
 use crate::ids::UserId;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -141,12 +140,7 @@ async fn list(
 ) -> Result<Response<Body>, ApiError> {
     Caller::from_request(&request)?;
     let user = path_user(&request)?;
-    let limit = PageLimit::parse(query_parameter(&request, "limit").as_deref())
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
-    let cursor = query_parameter(&request, "cursor")
-        .map(|raw| Cursor::parse(&raw))
-        .transpose()
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let (limit, cursor) = page_query(&request)?;
     let page = follow::list(store, &user, direction, limit, cursor.as_ref()).await?;
     let body = ListBody {
         items: page

@@ -1,11 +1,10 @@
 //! HTTP entry points of the notification routes: only ever the caller's own notifications.
 
-use super::cursor::{Cursor, PageLimit};
 use super::notifications::{self, NotificationId, NotificationStore, NotificationStoreError};
 use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body};
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::json as body;
 
@@ -28,14 +27,7 @@ pub async fn list_notifications(
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     let caller = Caller::from_request(&request)?;
-    let query = request.query_string_parameters_ref();
-    let limit = PageLimit::parse(query.and_then(|q| q.first("limit")))
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
-    let cursor = query
-        .and_then(|q| q.first("cursor"))
-        .map(Cursor::parse)
-        .transpose()
-        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    let (limit, cursor) = crate::http::page_query(&request)?;
     let page = store
         .page(&caller.user_id, limit, cursor.as_ref())
         .await
@@ -120,6 +112,7 @@ mod tests {
     use crate::social::notifications::handle_batch;
     use crate::social::notifications::tests::{MemoryNotifications, follow};
     use crate::testing::{api_request, claims_of};
+    use lambda_http::RequestExt;
     use serde_json::Value;
 
     async fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
