@@ -1,13 +1,19 @@
-//! DynamoDB adapter helpers: transactions whose cancellation says which item failed, and
-//! attribute conversions.
+//! DynamoDB adapter helpers: transactions whose cancellation says which item failed and that
+//! retry conflicts, and attribute conversions.
 //!
 //! A cancelled `TransactWriteItems` reports one reason per item, in request order. Callers
 //! label each item with a value of their own type (usually a small enum), so that a failed
 //! condition comes back as that label: "the edge already exists", not "item 1 failed".
+//!
+//! A transaction cancelled because another one held one of its items (`TransactionConflict`)
+//! or because the partition was throttled wrote nothing, so it is sent again as it was, with
+//! the backoff of [`crate::retry`]; so is a single-item write refused with
+//! `TransactionConflictException` ([`transient`]).
 
 use crate::cursor::Cursor;
+use crate::retry::{Attempt, Backoff, retrying};
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::builders::UpdateBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
@@ -23,8 +29,9 @@ pub enum TransactError<L: Debug> {
     /// The condition of the item labelled `label` did not hold; nothing was written.
     #[error("the condition on {label:?} failed")]
     ConditionFailed { label: L },
-    /// Another transaction was writing the same items; retrying may succeed.
-    #[error("the transaction conflicted with a concurrent one")]
+    /// Other transactions kept holding its items (or the partition kept being throttled)
+    /// through every retry; nothing was written, and trying again later may succeed.
+    #[error("the transaction kept conflicting with concurrent ones or being throttled")]
     Conflict,
     #[error("the transaction has {0} items, more than DynamoDB allows")]
     TooManyItems(usize),
@@ -37,6 +44,7 @@ pub enum TransactError<L: Debug> {
 pub struct Transaction<L> {
     items: Vec<TransactWriteItem>,
     labels: Vec<L>,
+    backoff: Backoff,
 }
 
 impl<L> Default for Transaction<L> {
@@ -44,6 +52,7 @@ impl<L> Default for Transaction<L> {
         Self {
             items: Vec::new(),
             labels: Vec::new(),
+            backoff: Backoff::default(),
         }
     }
 }
@@ -59,6 +68,12 @@ impl<L: Clone + Debug> Transaction<L> {
         self
     }
 
+    /// Retries conflicts and throttling with `backoff` instead of the default.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -67,28 +82,46 @@ impl<L: Clone + Debug> Transaction<L> {
         self.items.is_empty()
     }
 
-    /// Commits all items or none.
+    /// Commits all items or none, sending the transaction again while it is cancelled for a
+    /// conflict or throttling (see the module's documentation).
     #[tracing::instrument(skip_all, fields(items = self.items.len()))]
     pub async fn commit(self, client: &Client) -> Result<(), TransactError<L>> {
         if self.items.len() > MAX_TRANSACTION_ITEMS {
             return Err(TransactError::TooManyItems(self.items.len()));
         }
-        match client
+        let request = client
             .transact_write_items()
-            .set_transact_items(Some(self.items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(err) => Err(classify(err, &self.labels)),
-        }
+            .set_transact_items(Some(self.items));
+        let labels = &self.labels;
+        retrying(&self.backoff, "TransactWriteItems", || {
+            let request = request.clone();
+            async move {
+                match request.send().await {
+                    Ok(_) => Attempt::Done(Ok(())),
+                    Err(err) => match classify(err, labels) {
+                        Classified::Transient(reason) => Attempt::Transient {
+                            reason,
+                            error: TransactError::Conflict,
+                        },
+                        Classified::Final(err) => Attempt::Done(Err(err)),
+                    },
+                }
+            }
+        })
+        .await?
     }
+}
+
+enum Classified<L: Debug> {
+    /// Cancelled or refused for a moment: nothing was written, the same request may pass.
+    Transient(&'static str),
+    Final(TransactError<L>),
 }
 
 fn classify<L: Clone + Debug>(
     err: SdkError<TransactWriteItemsError>,
     labels: &[L],
-) -> TransactError<L> {
+) -> Classified<L> {
     if let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
         err.as_service_error()
     {
@@ -97,20 +130,76 @@ fn classify<L: Clone + Debug>(
             .iter()
             .map(|reason| reason.code())
             .collect();
+        // A failed condition is an answer, whatever else held the other items.
         if let Some(index) = codes
             .iter()
             .position(|code| *code == Some("ConditionalCheckFailed"))
             && let Some(label) = labels.get(index)
         {
-            return TransactError::ConditionFailed {
+            return Classified::Final(TransactError::ConditionFailed {
                 label: label.clone(),
-            };
+            });
         }
-        if codes.contains(&Some("TransactionConflict")) {
-            return TransactError::Conflict;
+        if let Some(reason) = codes.iter().flatten().find_map(|code| transient_code(code)) {
+            return Classified::Transient(reason);
         }
     }
-    TransactError::Sdk(Box::new(err.into()))
+    if let Some(reason) = transient(&err) {
+        return Classified::Transient(reason);
+    }
+    Classified::Final(TransactError::Sdk(Box::new(err.into())))
+}
+
+/// The reason to retry a DynamoDB error that goes away by itself (a single-item write on an
+/// item that a transaction holds, throttling), or `None` for any other error.
+pub fn transient(err: &impl ProvideErrorMetadata) -> Option<&'static str> {
+    err.code().and_then(transient_code)
+}
+
+/// Error codes, and transaction cancellation reasons, that a later attempt may not meet.
+fn transient_code(code: &str) -> Option<&'static str> {
+    Some(match code {
+        // A cancellation reason: another transaction held the item.
+        "TransactionConflict" => "TransactionConflict",
+        // A single-item write on an item that an ongoing transaction includes.
+        "TransactionConflictException" => "TransactionConflictException",
+        // Throttling: a cancellation reason, and the errors of every operation.
+        "ThrottlingError" | "ThrottlingException" => "Throttling",
+        "ProvisionedThroughputExceeded" | "ProvisionedThroughputExceededException" => {
+            "ProvisionedThroughputExceeded"
+        }
+        "RequestLimitExceeded" => "RequestLimitExceeded",
+        // The same ClientRequestToken still being processed.
+        "TransactionInProgressException" => "TransactionInProgress",
+        _ => return None,
+    })
+}
+
+/// Sends a single-item write with `send` until it is not refused for a moment
+/// ([`transient`]) or `backoff` runs out; answers its last result.
+pub async fn write_retrying<T, E, F, Fut>(
+    backoff: &Backoff,
+    what: &str,
+    mut send: F,
+) -> Result<T, SdkError<E>>
+where
+    E: ProvideErrorMetadata,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, SdkError<E>>>,
+{
+    retrying(backoff, what, || {
+        let sent = send();
+        async move {
+            match sent.await {
+                Err(err) => match transient(&err) {
+                    Some(reason) => Attempt::Transient { reason, error: err },
+                    None => Attempt::Done(Err(err)),
+                },
+                ok => Attempt::Done(ok),
+            }
+        }
+    })
+    .await?
 }
 
 /// A string attribute.

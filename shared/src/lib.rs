@@ -11,6 +11,8 @@
 //! - [`cursor`]: page size and the opaque cursor of every list.
 //! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
 //!   Redis Lua scripts.
+//! - [`retry`]: capped exponential backoff with full jitter, for what AWS refuses for a
+//!   moment (transaction conflicts, throttling).
 //! - [`consumer`]: the SQS batch plumbing of every queue consumer (partial batch failures).
 //! - [`once`]: apply a batch of effects once: a marker per effect, one aggregated write.
 //! - [`clock`]: wall-clock time as RFC 3339.
@@ -34,6 +36,7 @@ pub mod http;
 pub mod ids;
 pub mod once;
 pub mod queue;
+pub mod retry;
 pub mod script;
 pub mod seckill;
 pub mod social;

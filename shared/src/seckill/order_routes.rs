@@ -22,6 +22,7 @@ use serde_json::json as body;
 fn store_error(err: OrderStoreError) -> ApiError {
     match err {
         OrderStoreError::ForeignCursor => ApiError::bad_request(InvalidCursor.to_string()),
+        OrderStoreError::Busy(cause) => ApiError::store_unavailable(cause),
         OrderStoreError::Failed(cause) => ApiError::internal(cause),
     }
 }

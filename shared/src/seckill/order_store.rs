@@ -11,12 +11,14 @@ use super::orders::{
 };
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, update_in,
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, transient,
+    update_in, write_retrying,
 };
 use crate::events::Envelope;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use crate::queue::Queue;
+use crate::retry::Backoff;
 use crate::social::cursor::{Cursor, PageLimit};
 use anyhow::Context;
 use async_trait::async_trait;
@@ -383,7 +385,9 @@ impl OrderStore for DynamoOrderStore {
         method: PaymentMethod,
         at: &str,
     ) -> Result<bool, OrderStoreError> {
-        let result = self
+        // The order is in the payment-timeout consumer's cancelling transaction: a write while
+        // that one is in flight is refused for a moment, and retried.
+        let update = self
             .client
             .update_item()
             .table_name(&self.table)
@@ -395,9 +399,11 @@ impl OrderStore for DynamoOrderStore {
             .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
             .expression_attribute_values(":method", s(method.as_str()))
             .expression_attribute_values(":at", s(at))
-            .expression_attribute_values(":user", s(user.as_str()))
-            .send()
-            .await;
+            .expression_attribute_values(":user", s(user.as_str()));
+        let result = write_retrying(&Backoff::default(), "UpdateItem order paid", || {
+            update.clone().send()
+        })
+        .await;
         match result {
             Ok(_) => Ok(true),
             Err(err)
@@ -408,6 +414,9 @@ impl OrderStore for DynamoOrderStore {
             {
                 Ok(false)
             }
+            Err(err) if transient(&err).is_some() => Err(OrderStoreError::Busy(
+                anyhow::Error::from(err).context("the order stayed busy"),
+            )),
             Err(err) => Err(anyhow::Error::from(err)
                 .context("failed to mark an order paid")
                 .into()),

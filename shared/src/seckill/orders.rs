@@ -249,6 +249,10 @@ pub enum OrderStoreError {
     /// The cursor is not one of this user's order pages.
     #[error("the cursor does not belong to this list")]
     ForeignCursor,
+    /// Concurrent writes of the same item (a transaction holding it) or throttling outlasted
+    /// the store's retries; nothing was written, and trying again shortly may succeed.
+    #[error("the item is busy")]
+    Busy(#[source] anyhow::Error),
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }

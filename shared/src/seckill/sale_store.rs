@@ -4,7 +4,8 @@
 use super::keys::{SALE_SK, sale_pk};
 use super::sale::{Lifecycle, Sale, SaleId, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{get_n, get_s, key, n, s};
+use crate::dynamo::{get_n, get_s, key, n, s, write_retrying};
+use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -94,7 +95,9 @@ impl SaleStore for DynamoSaleStore {
 
     #[tracing::instrument(skip(self))]
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
-        let result = self
+        // The sale item is in every order-consumer transaction of the sale: publishing again
+        // during the sale is refused while one is in flight, and retried.
+        let update = self
             .client
             .update_item()
             .table_name(&self.table)
@@ -105,9 +108,11 @@ impl SaleStore for DynamoSaleStore {
             .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
             .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
             .expression_attribute_values(":now", s(now))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await;
+            .return_values(ReturnValue::AllNew);
+        let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
+            update.clone().send()
+        })
+        .await;
         match result {
             Ok(output) => {
                 let item = output

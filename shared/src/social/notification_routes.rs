@@ -90,7 +90,10 @@ pub async fn mark_notifications_read(
     };
     let outcome = notifications::mark_read(store, &caller.user_id, ids).await;
     if !outcome.failed.is_empty() {
-        return Err(ApiError::internal(anyhow::anyhow!(
+        // The unread count is the caller's hot item (the notification consumer writes it too):
+        // conflicts that outlasted the store's retries, or an outage. Marking is idempotent,
+        // so the client may simply send the request again.
+        return Err(ApiError::store_unavailable(anyhow::anyhow!(
             "{} notifications could not be marked read",
             outcome.failed.len()
         )));

@@ -5,8 +5,9 @@
 use super::keys::{PROFILE_SK, user_pk};
 use super::profile::{DisplayName, Profile, ProfileStore, StoreError, UserStatus};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{get_n, get_s, key, n, s};
+use crate::dynamo::{get_n, get_s, key, n, s, write_retrying};
 use crate::ids::UserId;
+use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -19,6 +20,8 @@ use std::time::Duration;
 pub struct DynamoSocialStore {
     pub(super) client: Client,
     pub(super) table: String,
+    /// How writes retry conflicts and throttling (see [`crate::retry`]).
+    pub(super) backoff: Backoff,
 }
 
 impl DynamoSocialStore {
@@ -26,7 +29,14 @@ impl DynamoSocialStore {
         Self {
             client,
             table: table.into(),
+            backoff: Backoff::default(),
         }
+    }
+
+    /// Retries conflicts and throttling with `backoff` instead of the default.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
     }
 
     /// The store named by `SOCIAL_TABLE`.
@@ -63,8 +73,10 @@ impl ProfileStore for DynamoSocialStore {
         now: &str,
     ) -> Result<Profile, StoreError> {
         // One UpdateItem creates or renames: counters and status start at their initial
-        // values only when absent, so a rename never resets what follows have counted.
-        let output = self
+        // values only when absent, so a rename never resets what follows have counted. The
+        // profile is in the owner's follow transactions and the follower-count consumer's:
+        // a write during one of them is refused for a moment, and retried.
+        let update = self
             .client
             .update_item()
             .table_name(&self.table)
@@ -83,10 +95,12 @@ impl ProfileStore for DynamoSocialStore {
             .expression_attribute_values(":entity", s("PROFILE"))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":active", s(UserStatus::Active.as_str()))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await
-            .context("failed to upsert the profile")?;
+            .return_values(ReturnValue::AllNew);
+        let output = write_retrying(&self.backoff, "UpdateItem profile", || {
+            update.clone().send()
+        })
+        .await
+        .context("failed to upsert the profile")?;
         let item = output
             .attributes
             .context("UpdateItem returned no attributes")?;
