@@ -1,9 +1,18 @@
 //! Following: the commands, their outcomes and the port they need from the store.
 //!
-//! A follow is one transaction: the target must exist and be active, the edge must be new,
-//! the follower's `followingCount` goes up by one, and a `UserFollowed` event goes into the
-//! outbox. The followee's `followerCount` is not written here: a celebrity's profile would be
-//! a hot key, so the count is derived from the events, asynchronously. Unfollow mirrors it.
+//! A follow reads the target (it must exist and be active), then writes one transaction of
+//! items the follower owns: the edge must be new, the follower's `followingCount` goes up by
+//! one, and a `UserFollowed` event goes into the outbox. The followee's profile is in no
+//! transaction of a follow: a celebrity's profile would be a hot key, where concurrent
+//! transactions conflict (DynamoDB cancels all but one), so its `followerCount` is derived
+//! from the events, asynchronously. Unfollow mirrors it.
+//!
+//! A follow racing a deactivation of its target ends as if it came first: when the follow
+//! read the target active and its transaction commits after the deactivation, the edge
+//! exists and the follow answers 200, exactly as for a follow a moment earlier (deactivating
+//! a user keeps their edges). A follow whose read comes after the deactivation answers 409
+//! `TARGET_INACTIVE` and writes nothing. The read is strongly consistent, so the window is
+//! one round trip.
 //!
 //! Both are idempotent: following someone already followed, or unfollowing someone not
 //! followed, changes nothing, emits no event and answers with the current state.
@@ -13,7 +22,6 @@ use super::profile::{Profile, ProfileStore, StoreError, UserStatus};
 use crate::events::{Envelope, FollowPayload, USER_FOLLOWED, USER_UNFOLLOWED};
 use crate::ids::UserId;
 use async_trait::async_trait;
-use std::time::Duration;
 use time::OffsetDateTime;
 
 /// How long an outbox item is kept after its transaction: far longer than the relay needs.
@@ -69,12 +77,11 @@ pub struct GraphChange {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FollowWrite {
     Written,
-    /// The target has no profile or is not active; nothing was written.
-    TargetUnavailable,
     AlreadyFollowing,
     /// The follower has no profile; nothing was written.
     NoFollowerProfile,
-    /// A concurrent transaction held one of the items; nothing was written.
+    /// Concurrent transactions kept holding one of the items through the store's retries;
+    /// nothing was written.
     Conflict,
 }
 
@@ -121,7 +128,12 @@ pub enum ListEdgesError {
 /// What following needs from the store, beyond profiles.
 #[async_trait]
 pub trait GraphStore: ProfileStore {
-    /// Writes the edge, the follower's count and the outbox event in one transaction.
+    /// The status of the profile a follow would target, if it exists (a strongly consistent
+    /// read: a profile created a moment ago is found).
+    async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError>;
+
+    /// Writes the edge, the follower's count and the outbox event in one transaction, which
+    /// includes no item of the followee's.
     async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError>;
 
     /// Deletes the edge, decrements the follower's count and writes the outbox event in one
@@ -141,35 +153,10 @@ pub trait GraphStore: ProfileStore {
     ) -> Result<EdgePage, ListEdgesError>;
 }
 
-/// How often and how patiently to retry a transaction that conflicted with another.
-#[derive(Clone, Copy, Debug)]
-pub struct RetryPolicy {
-    pub attempts: u32,
-    /// The pause before retry `n` is random in `0..=n * max_jitter`.
-    pub max_jitter: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            attempts: 3,
-            max_jitter: Duration::from_millis(20),
-        }
-    }
-}
-
-impl RetryPolicy {
-    async fn pause(&self, attempt: u32) {
-        let ceiling = self.max_jitter.saturating_mul(attempt);
-        if ceiling.is_zero() {
-            return;
-        }
-        // Random so that two requests that collided do not collide again in step.
-        let random = uuid::Uuid::new_v4().as_u128() as u64;
-        let nanos = random % (ceiling.as_nanos() as u64 + 1);
-        tokio::time::sleep(Duration::from_nanos(nanos)).await;
-    }
-}
+/// How often a follow or unfollow is tried again when a concurrent change of the same edge
+/// overtook it between its write and its read (an unfollow between a refused follow and the
+/// read of the edge). Conflicts are retried by the store, with backoff, not here.
+const RACE_ATTEMPTS: u32 = 3;
 
 /// The state of an edge after a follow or unfollow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,15 +188,21 @@ fn change(relationship: &Relationship, kind: &str, now: OffsetDateTime) -> Graph
 }
 
 /// `relationship.follower` follows `relationship.followee`.
-#[tracing::instrument(skip(store, retry), fields(follower = %relationship.follower, followee = %relationship.followee))]
+#[tracing::instrument(skip(store), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn follow(
     store: &dyn GraphStore,
-    retry: &RetryPolicy,
     relationship: &Relationship,
     now: OffsetDateTime,
 ) -> Result<FollowState, FollowError> {
+    match store.follow_target(&relationship.followee).await? {
+        None => return Err(FollowError::UnknownUser(relationship.followee.clone())),
+        Some(status) if status != UserStatus::Active => {
+            return Err(FollowError::TargetInactive(relationship.followee.clone()));
+        }
+        Some(_) => {}
+    }
     let change = change(relationship, USER_FOLLOWED, now);
-    for attempt in 1..=retry.attempts {
+    for _ in 0..RACE_ATTEMPTS {
         match store.follow(&change).await? {
             FollowWrite::Written => {
                 return Ok(FollowState {
@@ -226,59 +219,33 @@ pub async fn follow(
                         changed: false,
                     });
                 }
-                // Unfollowed between the two reads: try the follow again.
-            }
-            FollowWrite::TargetUnavailable => {
-                // Only now tell "unknown" from "inactive": the common case pays no read.
-                match store.get_profile(&relationship.followee).await? {
-                    None => return Err(FollowError::UnknownUser(relationship.followee.clone())),
-                    Some(profile) if profile.status != UserStatus::Active => {
-                        return Err(FollowError::TargetInactive(relationship.followee.clone()));
-                    }
-                    // Created or reactivated meanwhile: try again.
-                    Some(_) => {}
-                }
+                // Unfollowed between the write and the read: try the follow again.
             }
             FollowWrite::NoFollowerProfile => return Err(FollowError::ProfileRequired),
-            FollowWrite::Conflict => {
-                tracing::info!(attempt, "follow transaction conflicted");
-                if attempt < retry.attempts {
-                    retry.pause(attempt).await;
-                }
-            }
+            FollowWrite::Conflict => return Err(FollowError::Busy),
         }
     }
     Err(FollowError::Busy)
 }
 
 /// `relationship.follower` stops following `relationship.followee`.
-#[tracing::instrument(skip(store, retry), fields(follower = %relationship.follower, followee = %relationship.followee))]
+#[tracing::instrument(skip(store), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn unfollow(
     store: &dyn GraphStore,
-    retry: &RetryPolicy,
     relationship: &Relationship,
     now: OffsetDateTime,
 ) -> Result<FollowState, FollowError> {
     let change = change(relationship, USER_UNFOLLOWED, now);
-    for attempt in 1..=retry.attempts {
-        let changed = match store.unfollow(&change).await? {
-            UnfollowWrite::Written => true,
-            UnfollowWrite::NotFollowing => false,
-            UnfollowWrite::Conflict => {
-                tracing::info!(attempt, "unfollow transaction conflicted");
-                if attempt < retry.attempts {
-                    retry.pause(attempt).await;
-                }
-                continue;
-            }
-        };
-        return Ok(FollowState {
-            relationship: relationship.clone(),
-            followed_at: None,
-            changed,
-        });
-    }
-    Err(FollowError::Busy)
+    let changed = match store.unfollow(&change).await? {
+        UnfollowWrite::Written => true,
+        UnfollowWrite::NotFollowing => false,
+        UnfollowWrite::Conflict => return Err(FollowError::Busy),
+    };
+    Ok(FollowState {
+        relationship: relationship.clone(),
+        followed_at: None,
+        changed,
+    })
 }
 
 /// A user's profile.
@@ -365,9 +332,12 @@ pub(crate) mod fake {
         /// (follower, followee) → followedAt.
         pub edges: BTreeMap<(UserId, UserId), String>,
         pub outbox: Vec<Envelope<FollowPayload>>,
-        /// How many of the next transactions conflict.
+        /// How many of the next transactions conflict (through all of the store's retries).
         pub conflicts: u32,
         pub transactions: u32,
+        /// Deactivate this user right after a follow read their status: the race of a
+        /// follow with a deactivation.
+        pub deactivate_after_read: Option<UserId>,
     }
 
     #[derive(Default)]
@@ -452,16 +422,23 @@ pub(crate) mod fake {
 
     #[async_trait]
     impl GraphStore for MemoryGraph {
+        async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
+            let mut state = self.state();
+            let status = state.profiles.get(user).map(|profile| profile.status);
+            if state.deactivate_after_read.as_ref() == Some(user)
+                && let Some(profile) = state.profiles.get_mut(user)
+            {
+                profile.status = UserStatus::Deactivated;
+            }
+            Ok(status)
+        }
+
         async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError> {
             let mut state = self.state();
             if Self::conflicted(&mut state) {
                 return Ok(FollowWrite::Conflict);
             }
             let Relationship { follower, followee } = &change.relationship;
-            match state.profiles.get(followee) {
-                Some(profile) if profile.status == UserStatus::Active => {}
-                _ => return Ok(FollowWrite::TargetUnavailable),
-            }
             let edge = (follower.clone(), followee.clone());
             if state.edges.contains_key(&edge) {
                 return Ok(FollowWrite::AlreadyFollowing);
@@ -564,10 +541,6 @@ mod tests {
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-11-30 18:00:00.5 UTC);
-    const NO_WAIT: RetryPolicy = RetryPolicy {
-        attempts: 3,
-        max_jitter: Duration::ZERO,
-    };
 
     fn id(raw: &str) -> UserId {
         UserId::parse(raw).unwrap()
@@ -597,9 +570,7 @@ mod tests {
     #[tokio::test]
     async fn a_follow_writes_the_edge_the_followers_count_and_one_versioned_event() {
         let graph = graph();
-        let state = follow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
+        let state = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
         assert!(state.changed);
         assert_eq!(
             state.followed_at.as_deref(),
@@ -632,13 +603,9 @@ mod tests {
     #[tokio::test]
     async fn following_again_changes_nothing_and_answers_the_first_follow_time() {
         let graph = graph();
-        follow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
+        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
         let later = NOW + time::Duration::hours(1);
-        let again = follow(&graph, &NO_WAIT, &pair("ada", "bob"), later)
-            .await
-            .unwrap();
+        let again = follow(&graph, &pair("ada", "bob"), later).await.unwrap();
         assert!(!again.changed);
         assert_eq!(
             again.followed_at.as_deref(),
@@ -652,13 +619,11 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_target_is_unknown_and_a_deactivated_one_inactive() {
         let graph = graph();
-        let err = follow(&graph, &NO_WAIT, &pair("ada", "nobody"), NOW)
+        let err = follow(&graph, &pair("ada", "nobody"), NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::UnknownUser(u) if u.as_str() == "nobody"));
-        let err = follow(&graph, &NO_WAIT, &pair("ada", "gone"), NOW)
-            .await
-            .unwrap_err();
+        let err = follow(&graph, &pair("ada", "gone"), NOW).await.unwrap_err();
         assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
         assert!(graph.state().outbox.is_empty());
         assert_eq!(graph.state().profiles[&id("ada")].following_count, 0);
@@ -667,7 +632,7 @@ mod tests {
     #[tokio::test]
     async fn a_caller_without_a_profile_must_create_one_first() {
         let graph = graph();
-        let err = follow(&graph, &NO_WAIT, &pair("newbie", "bob"), NOW)
+        let err = follow(&graph, &pair("newbie", "bob"), NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
@@ -675,54 +640,51 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn conflicts_are_retried_then_reported_busy() {
+    async fn a_conflict_the_store_could_not_retry_away_is_busy_and_writes_nothing() {
         let graph = graph();
-        graph.state().conflicts = 2;
-        let state = follow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
-        assert!(state.changed);
-        assert_eq!(graph.state().transactions, 3);
+        graph.state().conflicts = 1;
+        let err = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap_err();
+        assert!(matches!(err, FollowError::Busy), "{err:?}");
+        assert!(graph.state().edges.is_empty());
+        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
 
-        graph.state().conflicts = 3;
-        let err = unfollow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
+        graph.state().conflicts = 1;
+        let err = unfollow(&graph, &pair("ada", "bob"), NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::Busy), "{err:?}");
-        assert_eq!(graph.state().transactions, 6);
         assert_eq!(
             graph.state().edges.len(),
             1,
             "a busy unfollow changed nothing"
         );
+        assert_eq!(graph.state().transactions, 3);
     }
 
     #[tokio::test]
-    async fn the_default_retry_pauses_briefly() {
+    async fn a_follow_racing_a_deactivation_is_ordered_before_it() {
         let graph = graph();
-        graph.state().conflicts = 5;
-        let started = std::time::Instant::now();
-        let err = follow(&graph, &RetryPolicy::default(), &pair("ada", "bob"), NOW)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, FollowError::Busy));
-        assert!(started.elapsed() < Duration::from_millis(500));
+        graph.state().deactivate_after_read = Some(id("bob"));
+        // The follow read bob active; bob was deactivated before its transaction.
+        let state = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        assert!(state.changed);
+        assert!(graph.state().edges.contains_key(&(id("ada"), id("bob"))));
+        assert_eq!(graph.state().outbox.len(), 1);
+        // Any follow that reads after the deactivation is refused and writes nothing.
+        let err = follow(&graph, &pair("cat", "bob"), NOW).await.unwrap_err();
+        assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
+        assert_eq!(graph.state().edges.len(), 1);
+        assert_eq!(graph.state().outbox.len(), 1);
     }
 
     #[tokio::test]
     async fn an_unfollow_mirrors_the_follow_and_is_idempotent() {
         let graph = graph();
-        follow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
-        let state = unfollow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
+        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        let state = unfollow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
         assert!(state.changed);
         assert_eq!(state.followed_at, None);
-        let again = unfollow(&graph, &NO_WAIT, &pair("ada", "bob"), NOW)
-            .await
-            .unwrap();
+        let again = unfollow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
         assert!(!again.changed);
 
         let s = graph.state();
@@ -746,9 +708,7 @@ mod tests {
                 continue;
             }
             let at = NOW + time::Duration::minutes(i as i64);
-            follow(&graph, &NO_WAIT, &pair(follower, "bob"), at)
-                .await
-                .unwrap();
+            follow(&graph, &pair(follower, "bob"), at).await.unwrap();
         }
         let limit = PageLimit::parse(Some("2")).unwrap();
         let first = list(&graph, &id("bob"), Direction::Followers, limit, None)

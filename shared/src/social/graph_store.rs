@@ -1,9 +1,12 @@
 //! DynamoDB adapter of the follow graph port: the follow and unfollow transactions and the
 //! follower and following lists.
 //!
-//! The key design is in [`super::keys`]. A follow is one `TransactWriteItems` of four items;
-//! a failed condition comes back as the item's label, which is all the domain needs to
-//! answer, so the common case costs no read.
+//! The key design is in [`super::keys`]. A follow is one `TransactWriteItems` of three items,
+//! all of them the follower's: the edge, the follower's profile (`followingCount`) and the
+//! outbox event. The followee's profile is only read, before the transaction: a transaction
+//! that included it (even as a `ConditionCheck`) would conflict with every concurrent follow
+//! of the same user and with the follower-count consumer's update of it. A failed condition
+//! comes back as the item's label, which is all the domain needs to answer.
 
 use super::cursor::{Cursor, InvalidCursor, PageLimit};
 use super::follow::{
@@ -20,16 +23,12 @@ use crate::dynamo::{TransactError, Transaction, cursor_of, get_s, key, n, s};
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The items of a follow or unfollow transaction, named so that a failure says which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Item {
-    /// The followee's profile: must exist and be active (follow only).
-    Target,
     /// The edge: must be new to follow, must exist to unfollow.
     Edge,
     /// The follower's profile and `followingCount`.
@@ -76,17 +75,31 @@ fn transact_failure(err: TransactError<Item>) -> StoreError {
 
 #[async_trait]
 impl GraphStore for DynamoSocialStore {
+    #[tracing::instrument(skip(self))]
+    async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
+        // A read, even a strongly consistent one, never conflicts with a transaction.
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+            .projection_expression("#status")
+            .expression_attribute_names("#status", "status")
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the followee's status")?;
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        let status = get_s(&item, "status").context("bad profile item")?;
+        let status = UserStatus::parse(status).context("stored status is unknown")?;
+        Ok(Some(status))
+    }
+
     #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
     async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError> {
         let Relationship { follower, followee } = &change.relationship;
-        let target = ConditionCheck::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(followee), PROFILE_SK)))
-            .condition_expression("attribute_exists(pk) AND #status = :active")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":active", s(UserStatus::Active.as_str()))
-            .build()
-            .context("failed to build the target check")?;
         let mut edge = self.edge_key(&change.relationship);
         edge.extend([
             ("entity".to_owned(), s("FOLLOW")),
@@ -113,10 +126,7 @@ impl GraphStore for DynamoSocialStore {
             .build()
             .context("failed to build the counter update")?;
         let result = Transaction::new()
-            .push(
-                Item::Target,
-                TransactWriteItem::builder().condition_check(target).build(),
-            )
+            .with_backoff(self.backoff)
             .push(Item::Edge, TransactWriteItem::builder().put(edge).build())
             .push(
                 Item::Follower,
@@ -128,7 +138,6 @@ impl GraphStore for DynamoSocialStore {
         match result {
             Ok(()) => Ok(FollowWrite::Written),
             Err(TransactError::ConditionFailed { label }) => match label {
-                Item::Target => Ok(FollowWrite::TargetUnavailable),
                 Item::Edge => Ok(FollowWrite::AlreadyFollowing),
                 Item::Follower => Ok(FollowWrite::NoFollowerProfile),
                 Item::Outbox => Err(unexpected(label, "on a new event id")),
@@ -159,6 +168,7 @@ impl GraphStore for DynamoSocialStore {
             .build()
             .context("failed to build the counter update")?;
         let result = Transaction::new()
+            .with_backoff(self.backoff)
             .push(
                 Item::Edge,
                 TransactWriteItem::builder().delete(edge).build(),

@@ -101,8 +101,7 @@ fn relationship(request: &Request) -> Result<Relationship, ApiError> {
 #[tracing::instrument(skip_all)]
 pub async fn follow(store: &dyn GraphStore, request: Request) -> Result<Response<Body>, ApiError> {
     let relationship = relationship(&request)?;
-    let retry = follow::RetryPolicy::default();
-    let state = follow::follow(store, &retry, &relationship, OffsetDateTime::now_utc()).await?;
+    let state = follow::follow(store, &relationship, OffsetDateTime::now_utc()).await?;
     Ok(follow_response(&state))
 }
 
@@ -113,8 +112,7 @@ pub async fn unfollow(
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     let relationship = relationship(&request)?;
-    let retry = follow::RetryPolicy::default();
-    let state = follow::unfollow(store, &retry, &relationship, OffsetDateTime::now_utc()).await?;
+    let state = follow::unfollow(store, &relationship, OffsetDateTime::now_utc()).await?;
     Ok(follow_response(&state))
 }
 

@@ -5,11 +5,13 @@ use crate::support::{clients, create_social_table};
 use app::dynamo::{get_n, get_s, key, s};
 use app::events::SocialEvent;
 use app::ids::UserId;
+use app::retry::Backoff;
 use app::social::follow::{self, FollowWrite, GraphChange, ListEdgesError, UnfollowWrite};
 use app::social::{
     Cursor, Direction, DisplayName, DynamoSocialStore, FollowError, GraphStore, PageLimit,
-    ProfileStore, Relationship, RetryPolicy,
+    ProfileStore, Relationship, UserStatus,
 };
+use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{BTreeMap, HashMap};
@@ -117,7 +119,7 @@ async fn a_follow_writes_edge_counter_and_outbox_in_one_transaction_and_not_the_
     let f = Fixture::new(&["ada", "bob"]).await;
     let followee_before = f.profile("bob").await;
 
-    let state = follow::follow(&f.store, &RetryPolicy::default(), &pair("ada", "bob"), NOW)
+    let state = follow::follow(&f.store, &pair("ada", "bob"), NOW)
         .await
         .unwrap();
     assert!(state.changed);
@@ -171,13 +173,11 @@ async fn a_follow_writes_edge_counter_and_outbox_in_one_transaction_and_not_the_
 #[tokio::test]
 async fn following_twice_changes_nothing_and_answers_the_first_time() {
     let f = Fixture::new(&["ada", "bob"]).await;
-    let retry = RetryPolicy::default();
-    follow::follow(&f.store, &retry, &pair("ada", "bob"), NOW)
+    follow::follow(&f.store, &pair("ada", "bob"), NOW)
         .await
         .unwrap();
     let again = follow::follow(
         &f.store,
-        &retry,
         &pair("ada", "bob"),
         NOW + time::Duration::minutes(5),
     )
@@ -215,48 +215,188 @@ async fn failed_conditions_are_named_and_write_nothing() {
         },
         event_expires_at: 1,
     };
-    for (follower, followee, expected) in [
-        ("ada", "nobody", FollowWrite::TargetUnavailable),
-        ("ada", "gone", FollowWrite::TargetUnavailable),
-        ("newbie", "bob", FollowWrite::NoFollowerProfile),
-    ] {
-        let written = f.store.follow(&change(follower, followee)).await.unwrap();
-        assert_eq!(written, expected, "{follower} -> {followee}");
-    }
+    assert_eq!(
+        f.store.follow(&change("newbie", "bob")).await.unwrap(),
+        FollowWrite::NoFollowerProfile
+    );
     assert_eq!(
         f.store.unfollow(&change("ada", "bob")).await.unwrap(),
         UnfollowWrite::NotFollowing
     );
     assert_eq!(f.all_items().await.len(), before);
 
-    // Through the domain, one read tells the two target failures apart.
-    let retry = RetryPolicy::default();
-    let err = follow::follow(&f.store, &retry, &pair("ada", "nobody"), NOW)
+    // Through the domain, the read of the target tells the two target failures apart, and
+    // neither writes anything.
+    let err = follow::follow(&f.store, &pair("ada", "nobody"), NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
-    let err = follow::follow(&f.store, &retry, &pair("ada", "gone"), NOW)
+    let err = follow::follow(&f.store, &pair("ada", "gone"), NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
-    let err = follow::follow(&f.store, &retry, &pair("newbie", "bob"), NOW)
+    let err = follow::follow(&f.store, &pair("newbie", "bob"), NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
+    assert_eq!(f.all_items().await.len(), before);
+}
+
+#[tokio::test]
+async fn concurrent_follows_of_one_user_never_conflict_even_without_retries() {
+    // The follow transaction holds only the follower's items; had it included the followee's
+    // profile, even as a ConditionCheck, the emulator (as DynamoDB) would cancel all but one
+    // of the transactions in flight at once.
+    let fans: Vec<String> = (0..24).map(|i| format!("fan{i}")).collect();
+    let mut users: Vec<&str> = fans.iter().map(String::as_str).collect();
+    users.push("star");
+    let f = Fixture::new(&users).await;
+    let store = f.store.clone().with_backoff(Backoff::NONE);
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(fans.len()));
+    let tasks: Vec<_> = fans
+        .iter()
+        .map(|fan| {
+            let (store, barrier, fan) = (store.clone(), barrier.clone(), fan.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                follow::follow(&store, &pair(&fan, "star"), OffsetDateTime::now_utc()).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        let state = task.await.unwrap().expect("no follow conflicts");
+        assert!(state.changed);
+    }
+    let page = f
+        .store
+        .list_edges(
+            &id("star"),
+            Direction::Followers,
+            PageLimit::parse(Some("100")).unwrap(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), fans.len());
+    assert_eq!(f.outbox_events().await.len(), fans.len());
+}
+
+/// The DynamoDB store, with the target deactivated right after a follow read its status:
+/// the race of a follow with a deactivation, made deterministic.
+struct DeactivatedAfterRead<'a> {
+    fixture: &'a Fixture,
+}
+
+#[async_trait]
+impl ProfileStore for DeactivatedAfterRead<'_> {
+    async fn upsert_profile(
+        &self,
+        user: &UserId,
+        name: &DisplayName,
+        now: &str,
+    ) -> Result<app::social::Profile, app::social::profile::StoreError> {
+        self.fixture.store.upsert_profile(user, name, now).await
+    }
+
+    async fn get_profile(
+        &self,
+        user: &UserId,
+    ) -> Result<Option<app::social::Profile>, app::social::profile::StoreError> {
+        self.fixture.store.get_profile(user).await
+    }
+
+    async fn display_names(
+        &self,
+        users: &[UserId],
+    ) -> Result<HashMap<UserId, String>, app::social::profile::StoreError> {
+        self.fixture.store.display_names(users).await
+    }
+}
+
+#[async_trait]
+impl GraphStore for DeactivatedAfterRead<'_> {
+    async fn follow_target(
+        &self,
+        user: &UserId,
+    ) -> Result<Option<UserStatus>, app::social::profile::StoreError> {
+        let status = self.fixture.store.follow_target(user).await;
+        self.fixture.deactivate(user.as_str()).await;
+        status
+    }
+
+    async fn follow(
+        &self,
+        change: &GraphChange,
+    ) -> Result<FollowWrite, app::social::profile::StoreError> {
+        self.fixture.store.follow(change).await
+    }
+
+    async fn unfollow(
+        &self,
+        change: &GraphChange,
+    ) -> Result<UnfollowWrite, app::social::profile::StoreError> {
+        self.fixture.store.unfollow(change).await
+    }
+
+    async fn followed_at(
+        &self,
+        relationship: &Relationship,
+    ) -> Result<Option<String>, app::social::profile::StoreError> {
+        self.fixture.store.followed_at(relationship).await
+    }
+
+    async fn list_edges(
+        &self,
+        user: &UserId,
+        direction: Direction,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<app::social::follow::EdgePage, ListEdgesError> {
+        self.fixture
+            .store
+            .list_edges(user, direction, limit, cursor)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_follow_racing_a_deactivation_is_ordered_before_it_and_later_ones_are_refused() {
+    let f = Fixture::new(&["ada", "bob", "cat"]).await;
+    let racing = DeactivatedAfterRead { fixture: &f };
+    // ada's follow read bob active; bob was deactivated before its transaction committed.
+    let state = follow::follow(&racing, &pair("ada", "bob"), NOW)
+        .await
+        .unwrap();
+    assert!(state.changed);
+    let profile = f.profile("bob").await;
+    assert_eq!(get_s(&profile, "status").unwrap(), "DEACTIVATED");
+    assert!(f.item("USER#ada", "FOLLOWS#bob").await.is_some());
+    assert_eq!(f.outbox_events().await.len(), 1);
+
+    // A follow that reads after the deactivation is refused and writes nothing.
+    let err = follow::follow(&f.store, &pair("cat", "bob"), NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
+    assert!(f.item("USER#cat", "FOLLOWS#bob").await.is_none());
+    assert_eq!(
+        get_n::<u64>(&f.profile("cat").await, "followingCount").unwrap(),
+        0
+    );
+    assert_eq!(f.outbox_events().await.len(), 1);
 }
 
 #[tokio::test]
 async fn an_unfollow_deletes_the_edge_decrements_and_emits_once() {
     let f = Fixture::new(&["ada", "bob"]).await;
-    let retry = RetryPolicy::default();
-    follow::follow(&f.store, &retry, &pair("ada", "bob"), NOW)
+    follow::follow(&f.store, &pair("ada", "bob"), NOW)
         .await
         .unwrap();
-    let state = follow::unfollow(&f.store, &retry, &pair("ada", "bob"), NOW)
+    let state = follow::unfollow(&f.store, &pair("ada", "bob"), NOW)
         .await
         .unwrap();
     assert!(state.changed);
-    let again = follow::unfollow(&f.store, &retry, &pair("ada", "bob"), NOW)
+    let again = follow::unfollow(&f.store, &pair("ada", "bob"), NOW)
         .await
         .unwrap();
     assert!(!again.changed);
@@ -279,24 +419,18 @@ async fn lists_are_newest_first_with_names_and_cursors_that_only_fit_their_list(
     let mut users = vec!["star", "ada"];
     users.extend(followers);
     let f = Fixture::new(&users).await;
-    let retry = RetryPolicy::default();
     for (minute, follower) in followers.iter().enumerate() {
         let at = NOW + time::Duration::minutes(minute as i64);
-        follow::follow(&f.store, &retry, &pair(follower, "star"), at)
+        follow::follow(&f.store, &pair(follower, "star"), at)
             .await
             .unwrap();
     }
-    follow::follow(&f.store, &retry, &pair("ada", "star"), NOW)
+    follow::follow(&f.store, &pair("ada", "star"), NOW)
         .await
         .unwrap();
-    follow::follow(
-        &f.store,
-        &retry,
-        &pair("ada", "u1"),
-        NOW + time::Duration::hours(1),
-    )
-    .await
-    .unwrap();
+    follow::follow(&f.store, &pair("ada", "u1"), NOW + time::Duration::hours(1))
+        .await
+        .unwrap();
     // A follower whose profile is gone is still listed, without a name.
     f.client
         .delete_item()
@@ -389,14 +523,13 @@ async fn concurrent_follows_and_unfollows_of_one_pair_keep_the_counter_equal_to_
     for task in 0..6 {
         let store = f.store.clone();
         tasks.push(tokio::spawn(async move {
-            let retry = RetryPolicy::default();
             for round in 0..5 {
                 let relationship = pair("ada", "bob");
                 let now = OffsetDateTime::now_utc();
                 let result = if (task + round) % 2 == 0 {
-                    follow::follow(&store, &retry, &relationship, now).await
+                    follow::follow(&store, &relationship, now).await
                 } else {
-                    follow::unfollow(&store, &retry, &relationship, now).await
+                    follow::unfollow(&store, &relationship, now).await
                 };
                 match result {
                     Ok(_) | Err(FollowError::Busy) => {}
