@@ -3,19 +3,19 @@
 
 use app::config::Env;
 use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::reconcile;
+use app::seckill::reconcile::{self, Grace};
 use app::seckill::reservations::RedisReservations;
 use app::{cloud, telemetry};
 use lambda_runtime::{LambdaEvent, service_fn};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     telemetry::init();
     let env = Env::process();
-    let grace = env
-        .parsed_or("RECONCILE_GRACE_SECONDS", 60u64)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let grace = Grace::from_env(&env)
+        .unwrap_or_else(|err| telemetry::fail_cold_start(&err))
+        .period();
     let sdk_config = cloud::sdk_config().await;
     let clients = cloud::Clients::new(&sdk_config);
     let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
@@ -29,9 +29,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             let now_ms = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            let summary =
-                reconcile::reconcile(store, reservations, Duration::from_secs(grace), now_ms)
-                    .await?;
+            let summary = reconcile::reconcile(store, reservations, grace, now_ms).await?;
             Ok::<_, lambda_runtime::Error>(serde_json::to_value(summary)?)
         },
     ))

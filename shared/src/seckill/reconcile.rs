@@ -12,11 +12,62 @@
 //! both are atomic scripts, so exactly one of them wins per order. When the order queue lags
 //! beyond the grace period, the release wins and the late order is put as REJECTED, with no
 //! stock taken from DynamoDB: the buyer loses the order, never the stores their agreement.
-//! So the grace period should still exceed the queue's normal lag.
+//!
+//! So the grace period follows from the template ([`Grace::from_env`]): it is at least the
+//! time an order's message can spend being retried before it would go to the dead-letter
+//! queue (`maxReceiveCount` receives, each hidden for the visibility timeout), plus the
+//! batching window, plus the order route's timeout (the send comes at most that long after
+//! the reservation). An order whose first consumer attempts fail, on a conflict or an outage,
+//! is still confirmed when a later attempt succeeds; only a queue lagging beyond all of that
+//! (its age alarm fires at 5 minutes) loses orders.
 
 use super::orders::{OrderStatus, OrderStore, Reservations};
+use crate::config::{ConfigError, Env};
 use serde::Serialize;
 use std::time::Duration;
+
+/// How old a reservation without an order must be before it is released, from the order
+/// queue's settings as the template gives them to the function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grace {
+    pub visibility_timeout_seconds: u64,
+    pub max_receive_count: u64,
+    pub batching_window_seconds: u64,
+    pub order_route_timeout_seconds: u64,
+}
+
+impl Grace {
+    /// `ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS`, `ORDER_QUEUE_MAX_RECEIVE_COUNT`,
+    /// `ORDER_QUEUE_BATCHING_WINDOW_SECONDS` and `PLACE_ORDER_TIMEOUT_SECONDS`, all required:
+    /// a default here could silently fall below what the template configures.
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let number = |name: &str| -> Result<u64, ConfigError> {
+            let raw = env.required(name)?;
+            raw.parse().map_err(|_| ConfigError::Invalid {
+                name: name.to_owned(),
+                reason: format!("{raw:?} is not a whole number of seconds or receives"),
+            })
+        };
+        Ok(Self {
+            visibility_timeout_seconds: number("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS")?,
+            max_receive_count: number("ORDER_QUEUE_MAX_RECEIVE_COUNT")?,
+            batching_window_seconds: number("ORDER_QUEUE_BATCHING_WINDOW_SECONDS")?,
+            order_route_timeout_seconds: number("PLACE_ORDER_TIMEOUT_SECONDS")?,
+        })
+    }
+
+    /// `maxReceiveCount` x visibility timeout + batching window + the order route's timeout.
+    pub fn period(&self) -> Duration {
+        let retried = self
+            .max_receive_count
+            .saturating_mul(self.visibility_timeout_seconds);
+        Duration::from_secs(
+            retried
+                .saturating_add(self.batching_window_seconds)
+                .saturating_add(self.order_route_timeout_seconds),
+        )
+    }
+}
 
 /// What one sale's reconciliation found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -135,6 +186,33 @@ mod tests {
     use crate::consumer::Message;
     use crate::seckill::memory::{MemoryOrders, MemoryPayments, MemoryReservations, S1, placed};
     use crate::seckill::order_consumer::{self, OrderDeps};
+
+    #[test]
+    fn the_grace_period_outlasts_every_retry_of_an_order_message() {
+        let env = Env::from_pairs([
+            ("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "60"),
+            ("ORDER_QUEUE_MAX_RECEIVE_COUNT", "5"),
+            ("ORDER_QUEUE_BATCHING_WINDOW_SECONDS", "1"),
+            ("PLACE_ORDER_TIMEOUT_SECONDS", "10"),
+        ]);
+        let grace = Grace::from_env(&env).unwrap();
+        assert_eq!(grace.period(), Duration::from_secs(5 * 60 + 1 + 10));
+
+        let missing = Env::from_pairs([("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "60")]);
+        let err = Grace::from_env(&missing).unwrap_err();
+        assert!(
+            err.to_string().contains("ORDER_QUEUE_MAX_RECEIVE_COUNT"),
+            "{err}"
+        );
+        let bad = Env::from_pairs([
+            ("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "a minute"),
+            ("ORDER_QUEUE_MAX_RECEIVE_COUNT", "5"),
+            ("ORDER_QUEUE_BATCHING_WINDOW_SECONDS", "1"),
+            ("PLACE_ORDER_TIMEOUT_SECONDS", "10"),
+        ]);
+        let err = Grace::from_env(&bad).unwrap_err();
+        assert!(err.to_string().contains("VISIBILITY_TIMEOUT"), "{err}");
+    }
 
     #[tokio::test]
     async fn only_old_orphaned_reservations_are_released_and_only_once() {

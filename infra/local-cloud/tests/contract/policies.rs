@@ -46,14 +46,13 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     ("PutProfileFunction", &[(SOCIAL, &["dynamodb:UpdateItem"])]),
     // get_profile.
     ("GetUserFunction", &[(SOCIAL, &["dynamodb:GetItem"])]),
-    // follow: a transaction of ConditionCheck (target), Put (edge, outbox), Update (counter);
-    // GetItem (followed_at, get_profile) to explain a refused transaction.
+    // follow: GetItem (the target's status, followed_at), then a transaction of the
+    // follower's items only: Put (edge, outbox), Update (counter).
     (
         "FollowFunction",
         &[(
             SOCIAL,
             &[
-                "dynamodb:ConditionCheckItem",
                 "dynamodb:PutItem",
                 "dynamodb:UpdateItem",
                 "dynamodb:GetItem",
