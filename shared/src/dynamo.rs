@@ -26,9 +26,10 @@ pub const MAX_TRANSACTION_ITEMS: usize = 100;
 /// Why a transaction did not commit.
 #[derive(Debug, thiserror::Error)]
 pub enum TransactError<L: Debug> {
-    /// The condition of the item labelled `label` did not hold; nothing was written.
+    /// The condition of the item labelled `label` did not hold, the first of those in
+    /// `all` (every item whose condition failed, in request order); nothing was written.
     #[error("the condition on {label:?} failed")]
-    ConditionFailed { label: L },
+    ConditionFailed { label: L, all: Vec<L> },
     /// Other transactions kept holding its items (or the partition kept being throttled)
     /// through every retry; nothing was written, and trying again later may succeed.
     #[error("the transaction kept conflicting with concurrent ones or being throttled")]
@@ -130,14 +131,18 @@ fn classify<L: Clone + Debug>(
             .iter()
             .map(|reason| reason.code())
             .collect();
-        // A failed condition is an answer, whatever else held the other items.
-        if let Some(index) = codes
+        // A failed condition is an answer, whatever else held the other items. DynamoDB
+        // names every item whose condition failed, so a caller can drop them all at once.
+        let all: Vec<L> = codes
             .iter()
-            .position(|code| *code == Some("ConditionalCheckFailed"))
-            && let Some(label) = labels.get(index)
-        {
+            .zip(labels)
+            .filter(|(code, _)| **code == Some("ConditionalCheckFailed"))
+            .map(|(_, label)| label.clone())
+            .collect();
+        if let Some(label) = all.first() {
             return Classified::Final(TransactError::ConditionFailed {
                 label: label.clone(),
+                all,
             });
         }
         if let Some(reason) = codes.iter().flatten().find_map(|code| transient_code(code)) {

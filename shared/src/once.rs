@@ -32,9 +32,11 @@ impl<P> Unit<P> {
 /// Why a commit did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum Rejected {
-    /// The marker of the unit at this index exists: that effect is already applied.
-    #[error("unit {0} was already applied")]
-    AlreadyApplied(usize),
+    /// The markers of the units at these indices exist: those effects are already applied.
+    /// All of them at once, so that a redelivered batch costs one more commit, not one per
+    /// unit.
+    #[error("units {0:?} were already applied")]
+    AlreadyApplied(Vec<usize>),
     /// The aggregate's condition does not hold (yet); nothing was written.
     #[error("the aggregate's condition does not hold")]
     Aggregate,
@@ -80,6 +82,27 @@ pub fn merge<P>(units: Vec<Unit<P>>) -> Vec<Unit<P>> {
     merged
 }
 
+/// The indices of the units for which `applied` holds: what a store reports as
+/// [`Rejected::AlreadyApplied`].
+pub fn indices_where<P>(units: &[Unit<P>], applied: impl Fn(&Unit<P>) -> bool) -> Vec<usize> {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, unit)| applied(unit))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Removes the items at `indices` from `items` and answers them, in their order.
+pub fn take_indices<T>(items: &mut Vec<T>, indices: &[usize]) -> Vec<T> {
+    let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(items)
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| indices.contains(i));
+    *items = kept.into_iter().map(|(_, item)| item).collect();
+    taken.into_iter().map(|(_, item)| item).collect()
+}
+
 /// Applies `units` through `store`, at most `max_per_commit` per transaction.
 pub async fn apply_once<P: Sync>(
     units: Vec<Unit<P>>,
@@ -95,7 +118,7 @@ pub async fn apply_once<P: Sync>(
     while !rest.is_empty() {
         let tail = rest.split_off(rest.len().min(max_per_commit.max(1)));
         let mut chunk = std::mem::replace(&mut rest, tail);
-        // Each rejection removes one unit, so this ends.
+        // Each rejection removes at least one unit, so this ends.
         loop {
             if chunk.is_empty() {
                 break;
@@ -105,8 +128,12 @@ pub async fn apply_once<P: Sync>(
                     outcome.applied.append(&mut chunk);
                     break;
                 }
-                Err(Rejected::AlreadyApplied(index)) if index < chunk.len() => {
-                    outcome.already_applied.push(chunk.remove(index));
+                Err(Rejected::AlreadyApplied(indices))
+                    if !indices.is_empty() && indices.iter().all(|i| *i < chunk.len()) =>
+                {
+                    outcome
+                        .already_applied
+                        .extend(take_indices(&mut chunk, &indices));
                 }
                 Err(Rejected::Aggregate) => {
                     tracing::info!(units = chunk.len(), "aggregate condition not met yet");
@@ -136,18 +163,21 @@ pub(crate) mod tests {
         pub markers: Mutex<HashSet<String>>,
         pub total: Mutex<i64>,
         pub commits: Mutex<u32>,
+        pub attempts: Mutex<u32>,
         pub fail: Mutex<bool>,
     }
 
     #[async_trait]
     impl Commit<i64> for MemoryCommit {
         async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
+            *self.attempts.lock().unwrap() += 1;
             if *self.fail.lock().unwrap() {
                 return Err(Rejected::Failed(anyhow::anyhow!("down")));
             }
             let mut markers = self.markers.lock().unwrap();
-            if let Some(index) = units.iter().position(|u| markers.contains(&u.marker)) {
-                return Err(Rejected::AlreadyApplied(index));
+            let applied = indices_where(units, |u| markers.contains(&u.marker));
+            if !applied.is_empty() {
+                return Err(Rejected::AlreadyApplied(applied));
             }
             let mut total = self.total.lock().unwrap();
             let delta: i64 = units.iter().map(|u| u.payload).sum();
@@ -191,6 +221,34 @@ pub(crate) mod tests {
         assert_eq!(outcome.applied[0].marker, "e1");
         assert_eq!(outcome.already_applied[0].marker, "e2");
         assert_eq!(*store.total.lock().unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn every_applied_unit_is_dropped_in_one_round() {
+        let store = MemoryCommit::default();
+        apply_once(units(&[("e1", "m1", 1), ("e3", "m3", 1)]), 99, &store).await;
+        let outcome = apply_once(
+            units(&[
+                ("e1", "m1", 1),
+                ("e2", "m2", 1),
+                ("e3", "m3", 1),
+                ("e4", "m4", 1),
+            ]),
+            99,
+            &store,
+        )
+        .await;
+        let applied: Vec<&str> = outcome.applied.iter().map(|u| u.marker.as_str()).collect();
+        let already: Vec<&str> = outcome
+            .already_applied
+            .iter()
+            .map(|u| u.marker.as_str())
+            .collect();
+        assert_eq!(applied, ["e2", "e4"]);
+        assert_eq!(already, ["e1", "e3"]);
+        // The first commit, then one refused and one that went through.
+        assert_eq!(*store.commits.lock().unwrap(), 2);
+        assert_eq!(*store.attempts.lock().unwrap(), 3);
     }
 
     #[tokio::test]

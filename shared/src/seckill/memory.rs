@@ -10,7 +10,7 @@ use super::orders::{
 };
 use super::sale::SaleId;
 use crate::ids::UserId;
-use crate::once::{Rejected, Unit};
+use crate::once::{Rejected, Unit, indices_where};
 use crate::social::cursor::{Cursor, PageLimit};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -105,8 +105,9 @@ impl MemoryOrders {
 
     fn put(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Result<(), Rejected> {
         let orders = self.orders.lock().unwrap();
-        if let Some(index) = units.iter().position(|u| orders.contains_key(&u.marker)) {
-            return Err(Rejected::AlreadyApplied(index));
+        let applied = indices_where(units, |u| orders.contains_key(&u.marker));
+        if !applied.is_empty() {
+            return Err(Rejected::AlreadyApplied(applied));
         }
         drop(orders);
         let mut orders = self.orders.lock().unwrap();
@@ -145,8 +146,9 @@ impl OrderStore for MemoryOrders {
         // The conditions in the transaction's order: orders, buyers, the sale.
         {
             let orders = self.orders.lock().unwrap();
-            if let Some(index) = units.iter().position(|u| orders.contains_key(&u.marker)) {
-                return Err(ConfirmRejected::AlreadyApplied(index));
+            let applied = indices_where(units, |u| orders.contains_key(&u.marker));
+            if !applied.is_empty() {
+                return Err(ConfirmRejected::AlreadyApplied(applied));
             }
         }
         let mut buyers = self.buyers.lock().unwrap();
@@ -183,11 +185,11 @@ impl OrderStore for MemoryOrders {
 
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
-        if let Some(index) = units
-            .iter()
-            .position(|u| orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed))
-        {
-            return Err(Rejected::AlreadyApplied(index));
+        let applied = indices_where(units, |u| {
+            orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
+        });
+        if !applied.is_empty() {
+            return Err(Rejected::AlreadyApplied(applied));
         }
         let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
         if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {

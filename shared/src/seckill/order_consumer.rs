@@ -193,12 +193,23 @@ async fn materialize_sale(
 
     // The claim removed every order of the batch from `pending`: nothing left to confirm there.
     let mut failed = sorted.failed;
-    for unit in to_confirm {
-        let due = PaymentDue {
-            order_id: unit.marker.clone(),
-            sale_id: sale_id.to_owned(),
-        };
-        if let Err(err) = deps.payments.payment_due(&due).await {
+    // Independent sends: side by side, so a batch of confirmations costs one round trip to
+    // SQS, not one per order (which could outlast the invocation).
+    let sends = crate::consumer::join_all(
+        to_confirm
+            .iter()
+            .map(|unit| async move {
+                let due = PaymentDue {
+                    order_id: unit.marker.clone(),
+                    sale_id: sale_id.to_owned(),
+                };
+                deps.payments.payment_due(&due).await
+            })
+            .collect(),
+    )
+    .await;
+    for (unit, sent) in to_confirm.into_iter().zip(sends) {
+        if let Err(err) = sent {
             tracing::error!(order_id = %unit.marker, error = ?err, "failed to send PaymentDue");
             failed.extend(unit.messages);
         }
@@ -282,8 +293,12 @@ async fn confirm_chunk(
             Ok(()) => {
                 sorted.confirmed.append(&mut chunk);
             }
-            Err(ConfirmRejected::AlreadyApplied(index)) if index < chunk.len() => {
-                sorted.existing.push(chunk.remove(index));
+            Err(ConfirmRejected::AlreadyApplied(indices))
+                if !indices.is_empty() && indices.iter().all(|i| *i < chunk.len()) =>
+            {
+                sorted
+                    .existing
+                    .extend(crate::once::take_indices(&mut chunk, &indices));
             }
             Err(ConfirmRejected::OverLimit(buyer)) if attempts < MAX_GUARD_ATTEMPTS => {
                 match store.buyer_units(sale_id, &buyer).await {

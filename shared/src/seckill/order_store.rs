@@ -44,13 +44,26 @@ enum Label {
 fn rejected(err: TransactError<Label>) -> Rejected {
     match err {
         TransactError::ConditionFailed {
-            label: Label::Unit(index),
-        } => Rejected::AlreadyApplied(index),
+            label: Label::Unit(_),
+            all,
+        } => Rejected::AlreadyApplied(units_of(&all)),
         TransactError::ConditionFailed {
             label: Label::Buyer(_) | Label::Aggregate,
+            ..
         } => Rejected::Aggregate,
         other => Rejected::Failed(other.into()),
     }
+}
+
+/// The indices of the orders among failed labels.
+fn units_of(labels: &[Label]) -> Vec<usize> {
+    labels
+        .iter()
+        .filter_map(|label| match label {
+            Label::Unit(index) => Some(*index),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
@@ -212,10 +225,12 @@ impl OrderStore for DynamoOrderStore {
         match transaction.commit(&self.client).await {
             Ok(()) => Ok(()),
             Err(TransactError::ConditionFailed {
-                label: Label::Unit(index),
-            }) => Err(ConfirmRejected::AlreadyApplied(index)),
+                label: Label::Unit(_),
+                all,
+            }) => Err(ConfirmRejected::AlreadyApplied(units_of(&all))),
             Err(TransactError::ConditionFailed {
                 label: Label::Buyer(index),
+                ..
             }) => {
                 let buyer = buyers
                     .get(index)
@@ -226,6 +241,7 @@ impl OrderStore for DynamoOrderStore {
             }
             Err(TransactError::ConditionFailed {
                 label: Label::Aggregate,
+                ..
             }) => Err(ConfirmRejected::SoldOut),
             Err(other) => Err(ConfirmRejected::Failed(other.into())),
         }

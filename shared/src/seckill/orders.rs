@@ -281,9 +281,9 @@ pub struct SaleGuards {
 /// Why [`OrderStore::confirm_orders`] did not commit; nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfirmRejected {
-    /// The order of the unit at this index exists: it was materialized before.
-    #[error("order {0} of the commit exists")]
-    AlreadyApplied(usize),
+    /// The orders of the units at these indices exist: they were materialized before.
+    #[error("orders {0:?} of the commit exist")]
+    AlreadyApplied(Vec<usize>),
     /// The sale's `stockRemaining` would go below 0 (or the sale is unknown).
     #[error("the sale's stock is exhausted")]
     SoldOut,

@@ -2,7 +2,7 @@
 //! (follower counts, notifications, applied markers) and the relay's SQS queues.
 //!
 //! The key design is in [`super::keys`]. Each transaction labels its items, so a cancelled
-//! one says which unit's marker already existed ([`Rejected::AlreadyApplied`]) or that the
+//! one says which units' markers already existed ([`Rejected::AlreadyApplied`]) or that the
 //! aggregate's condition failed ([`Rejected::Aggregate`]).
 
 use super::cursor::{Cursor, PageLimit};
@@ -44,13 +44,26 @@ enum Label {
 fn rejected(err: TransactError<Label>) -> Rejected {
     match err {
         TransactError::ConditionFailed {
-            label: Label::Unit(index),
-        } => Rejected::AlreadyApplied(index),
+            label: Label::Unit(_),
+            all,
+        } => Rejected::AlreadyApplied(units_of(&all)),
         TransactError::ConditionFailed {
             label: Label::Aggregate,
+            ..
         } => Rejected::Aggregate,
         other => Rejected::Failed(other.into()),
     }
+}
+
+/// The indices of the units among failed labels.
+fn units_of(labels: &[Label]) -> Vec<usize> {
+    labels
+        .iter()
+        .filter_map(|label| match label {
+            Label::Unit(index) => Some(*index),
+            _ => None,
+        })
+        .collect()
 }
 
 fn epoch_seconds_after(ttl: Duration) -> u64 {

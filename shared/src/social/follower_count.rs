@@ -104,8 +104,9 @@ mod tests {
             units: &[Unit<i64>],
         ) -> Result<(), Rejected> {
             let mut markers = self.markers.lock().unwrap();
-            if let Some(i) = units.iter().position(|u| markers.contains(&u.marker)) {
-                return Err(Rejected::AlreadyApplied(i));
+            let applied = crate::once::indices_where(units, |u| markers.contains(&u.marker));
+            if !applied.is_empty() {
+                return Err(Rejected::AlreadyApplied(applied));
             }
             let delta: i64 = units.iter().map(|u| u.payload).sum();
             let mut counts = self.counts.lock().unwrap();

@@ -137,7 +137,7 @@ impl GraphStore for DynamoSocialStore {
             .await;
         match result {
             Ok(()) => Ok(FollowWrite::Written),
-            Err(TransactError::ConditionFailed { label }) => match label {
+            Err(TransactError::ConditionFailed { label, .. }) => match label {
                 Item::Edge => Ok(FollowWrite::AlreadyFollowing),
                 Item::Follower => Ok(FollowWrite::NoFollowerProfile),
                 Item::Outbox => Err(unexpected(label, "on a new event id")),
@@ -182,12 +182,12 @@ impl GraphStore for DynamoSocialStore {
             .await;
         match result {
             Ok(()) => Ok(UnfollowWrite::Written),
-            Err(TransactError::ConditionFailed { label: Item::Edge }) => {
-                Ok(UnfollowWrite::NotFollowing)
-            }
+            Err(TransactError::ConditionFailed {
+                label: Item::Edge, ..
+            }) => Ok(UnfollowWrite::NotFollowing),
             // An edge whose follower counts no following: the counter is out of step with
             // the edges. Refuse rather than make it negative; the log says which user.
-            Err(TransactError::ConditionFailed { label }) => Err(unexpected(
+            Err(TransactError::ConditionFailed { label, .. }) => Err(unexpected(
                 label,
                 "while the edge exists (followingCount out of step)",
             )),

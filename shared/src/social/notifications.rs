@@ -253,8 +253,9 @@ pub(crate) mod tests {
             units: &[Unit<NewFollow>],
         ) -> Result<(), Rejected> {
             let mut keys = self.keys.lock().unwrap();
-            if let Some(i) = units.iter().position(|u| keys.contains(&u.marker)) {
-                return Err(Rejected::AlreadyApplied(i));
+            let applied = crate::once::indices_where(units, |u| keys.contains(&u.marker));
+            if !applied.is_empty() {
+                return Err(Rejected::AlreadyApplied(applied));
             }
             let mut items = self.items.lock().unwrap();
             for unit in units {
@@ -290,11 +291,10 @@ pub(crate) mod tests {
         ) -> Result<(), Rejected> {
             let mut items = self.items.lock().unwrap();
             let key = |u: &Unit<NotificationId>| (recipient.to_string(), u.marker.clone());
-            if let Some(i) = units
-                .iter()
-                .position(|u| items.get(&key(u)).is_none_or(|n| n.read))
-            {
-                return Err(Rejected::AlreadyApplied(i));
+            let applied =
+                crate::once::indices_where(units, |u| items.get(&key(u)).is_none_or(|n| n.read));
+            if !applied.is_empty() {
+                return Err(Rejected::AlreadyApplied(applied));
             }
             for unit in units {
                 items.get_mut(&key(unit)).unwrap().read = true;
