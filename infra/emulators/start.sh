@@ -9,11 +9,16 @@
 #                so tests (.local/test) never touch a developer's running ones.
 #   MOTO_PORT, REDIS_PORT  fixed ports; by default free loopback ports are picked.
 #   PYTHON       interpreter for the moto venv and the helpers here (default python3).
+#   DYNAMODB_CONFLICTS  on (default) or off: whether moto's DynamoDB models AWS's
+#                transaction conflicts (infra/emulators/moto_server.py); off is for load
+#                tests that want the emulator's raw throughput. Applies when the pair
+#                starts: a running pair keeps its setting, with a warning if it differs.
 #
 # Writes to the state directory: moto.pid, redis.pid, logs/moto.log, logs/redis.log and,
 # once both answer, emulators.env: plain KEY=value lines (AWS_ENDPOINT_URL, AWS_REGION,
-# AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, REDIS_URL) that make,
-# a shell and a Rust test can all read. Running it again while they run changes nothing.
+# AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, REDIS_URL, and
+# DYNAMODB_CONFLICTS as information) that make, a shell and a Rust test can all read.
+# Running it again while they run changes nothing.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,6 +30,7 @@ env_file="$state/emulators.env"
 python=${PYTHON:-python3}
 moto_python="$root/.local/venv/moto/bin/python"
 startup_timeout=30
+conflicts=${DYNAMODB_CONFLICTS:-on}
 
 die() {
     echo "start.sh: $*" >&2
@@ -32,6 +38,7 @@ die() {
 }
 
 command -v "$python" >/dev/null 2>&1 || die "$python not found; install Python 3 (>= 3.10) or set PYTHON"
+[[ $conflicts == on || $conflicts == off ]] || die "DYNAMODB_CONFLICTS must be on or off, got '$conflicts'"
 
 # --- probes ------------------------------------------------------------------------
 
@@ -54,6 +61,17 @@ import socket, sys
 with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2) as s:
     s.sendall(b"*1\r\n$4\r\nPING\r\n")
     sys.exit(0 if s.recv(64).startswith(b"+PONG") else 1)
+EOF
+}
+
+# Prints on or off as the running moto reports it (GET /_local/conflicts), nothing if it
+# does not say.
+moto_conflicts() { # PORT
+    "$python" - "$1" <<'EOF' 2>/dev/null || true
+import json, sys, urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+answer = opener.open(f"http://127.0.0.1:{sys.argv[1]}/_local/conflicts", timeout=2).read()
+print("on" if json.loads(answer)["enabled"] else "off")
 EOF
 }
 
@@ -95,6 +113,12 @@ if [[ -f $env_file || -f $state/moto.pid || -f $state/redis.pid ]]; then
     if [[ -f $env_file ]] &&
         is_ours "$moto_pid" moto_server.py && is_ours "$redis_pid" redis-server && pair_answers; then
         echo "emulators already running"
+        running_conflicts=$(moto_conflicts "$moto_port")
+        if [[ $running_conflicts != "$conflicts" ]]; then
+            echo "start.sh: warning: the running moto has DynamoDB conflicts" \
+                "'${running_conflicts:-unknown}', not '$conflicts' (DYNAMODB_CONFLICTS);" \
+                "stop it (LOCAL_STATE=$state_show infra/emulators/stop.sh) to change that" >&2
+        fi
         summary "$moto_port" "$moto_pid" "$redis_port" "$redis_pid"
         echo "endpoints in $state_show/emulators.env"
         exit 0
@@ -183,7 +207,8 @@ spawn() { # LOG COMMAND...
 }
 
 spawn "$state/logs/moto.log" \
-    env PYTHONUNBUFFERED=1 "$moto_python" "$here/moto_server.py" --host 127.0.0.1 --port "$moto_port"
+    env PYTHONUNBUFFERED=1 "$moto_python" "$here/moto_server.py" --host 127.0.0.1 --port "$moto_port" \
+    --conflicts "$conflicts"
 moto_pid=$!
 echo "$moto_pid" >"$state/moto.pid"
 
@@ -230,6 +255,7 @@ AWS_DEFAULT_REGION=us-east-1
 AWS_ACCESS_KEY_ID=test
 AWS_SECRET_ACCESS_KEY=test
 REDIS_URL=redis://127.0.0.1:$redis_port
+DYNAMODB_CONFLICTS=$conflicts
 EOF
 mv "$env_file.tmp" "$env_file"
 started=1

@@ -3,6 +3,7 @@
 //! own table, queue or key prefix, so the tests run in parallel.
 
 mod async_path;
+mod conflicts;
 mod dynamo;
 mod follow_graph;
 mod order_path;
