@@ -20,11 +20,14 @@ fi
     echo "# Reliability: faults tried and invariants held"
     echo
     echo "Written by the reliability suite itself (\`make test\`: the e2e tests"
-    echo "\`reliability\`, \`redis_loss\` and \`decoupling\` in infra/local-cloud/tests/e2e, then"
-    echo "\`infra/reliability-report.sh\`): a scenario adds its row only after every one of its"
-    echo "assertions passed, so each row is a run in which the invariants held. Faults are"
-    echo "injected by the local cloud's fault switches (README, Operations) or by acting on"
-    echo "Redis; nothing in the functions' code is switched."
+    echo "\`reliability\`, \`redis_loss\`, \`decoupling\` and \`contention\` in"
+    echo "infra/local-cloud/tests/e2e, then \`infra/reliability-report.sh\`): a scenario adds its"
+    echo "row only after every one of its assertions passed, so each row is a run in which the"
+    echo "invariants held. Faults are injected by the local cloud's fault switches (README,"
+    echo "Operations) or by acting on Redis; nothing in the functions' code is switched. The"
+    echo "emulator models DynamoDB's transaction conflicts in every scenario (README, Local"
+    echo "emulators); the contention rows count the conflicts it raised and the writes the code"
+    echo "sent again after one (code retried x/y: x retries of y conflicts seen by that function)."
     echo
     echo "Last run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores."
     echo

@@ -240,6 +240,23 @@ impl LocalCloud {
         })
     }
 
+    /// Invokes `function` (its logical id) once with `payload`, as `aws lambda invoke` would,
+    /// beside its event sources: e.g. a scheduled function run at a moment a test chooses.
+    pub async fn invoke(
+        &self,
+        function: &str,
+        payload: bytes::Bytes,
+    ) -> anyhow::Result<bytes::Bytes> {
+        let handle = self
+            .runtime
+            .function(function)
+            .with_context(|| format!("no function {function}"))?;
+        handle
+            .invoke("invoke", payload)
+            .await
+            .map_err(|err| anyhow::anyhow!("{function} failed: {err:?}"))
+    }
+
     /// Stops the HTTP API, the event sources and every function process.
     pub async fn stop(self) {
         let _ = self.stop_gateway.send(());

@@ -16,7 +16,10 @@
 //!   second time in another order, before its messages are deleted.
 //!
 //! Every proxy also counts the writes that pass through it per item (table, `pk`, `sk`):
-//! how the hot-key measurement sees the hottest item's writes. Rules can be replaced while the
+//! how the hot-key measurement sees the hottest item's writes; and, per function, the
+//! transaction conflicts that the emulator answered and how many of those writes the
+//! function's code sent again ([`Faults::conflicts`]): how the contention storms see that
+//! every conflict was retried. Rules can be replaced while the
 //! cloud runs ([`Faults::set_rules`]), e.g. to make the stream relay fail for a while.
 
 pub mod proxy;
@@ -221,6 +224,33 @@ pub struct Faults {
     writes: Mutex<HashMap<ItemKey, u64>>,
     /// Processes killed by the crash switch, by function.
     kills: Mutex<HashMap<String, u64>>,
+    conflicts: Mutex<HashMap<String, ConflictLog>>,
+}
+
+/// One function's conflicts as its proxy saw them.
+#[derive(Debug, Default)]
+struct ConflictLog {
+    counts: ConflictCounts,
+    /// Fingerprints of the write requests that were answered with a conflict.
+    refused: std::collections::HashSet<u64>,
+}
+
+/// How often the emulator refused a function's writes for a conflict, and how many of those
+/// writes the function sent again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConflictCounts {
+    /// `TransactionCanceledException` with a `TransactionConflict` reason, or
+    /// `TransactionConflictException`.
+    pub raised: u64,
+    /// Writes whose request equals one that was refused before (a retry of it).
+    pub retried: u64,
+}
+
+impl std::ops::AddAssign for ConflictCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.raised += other.raised;
+        self.retried += other.retried;
+    }
 }
 
 /// An item that a write touched: table name and its `pk`/`sk` (or whole key) as text.
@@ -338,6 +368,34 @@ impl Faults {
 
     pub fn reset_write_counts(&self) {
         self.writes.lock().expect("write counts lock").clear();
+    }
+
+    /// Whether `request` (a write's fingerprint) repeats one that was refused for a conflict;
+    /// counts it as a retry if so.
+    pub(crate) fn note_write(&self, function: &str, request: u64) {
+        let mut conflicts = self.conflicts.lock().expect("conflict counts lock");
+        if let Some(log) = conflicts.get_mut(function)
+            && log.refused.contains(&request)
+        {
+            log.counts.retried += 1;
+        }
+    }
+
+    pub(crate) fn note_conflict(&self, function: &str, request: u64) {
+        let mut conflicts = self.conflicts.lock().expect("conflict counts lock");
+        let log = conflicts.entry(function.to_owned()).or_default();
+        log.counts.raised += 1;
+        log.refused.insert(request);
+    }
+
+    /// `function`'s conflicts so far, as its proxy saw them (zero when it has no proxy).
+    pub fn conflicts(&self, function: &str) -> ConflictCounts {
+        self.conflicts
+            .lock()
+            .expect("conflict counts lock")
+            .get(function)
+            .map(|log| log.counts)
+            .unwrap_or_default()
     }
 }
 

@@ -116,6 +116,12 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
     } else {
         Vec::new()
     };
+    let fingerprint = (!written.is_empty())
+        .then(|| fingerprint(operation, &body))
+        .flatten();
+    if let Some(fingerprint) = fingerprint {
+        state.faults.note_write(&state.function, fingerprint);
+    }
     let forwarded = Request::from_parts(parts, Full::new(body));
     let response = match state.client.request(forwarded).await {
         Ok(response) => response,
@@ -136,6 +142,12 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         .unwrap_or_default();
     if parts.status.is_success() && !written.is_empty() {
         state.faults.count_writes(written);
+    }
+    if let Some(fingerprint) = fingerprint
+        && parts.status == StatusCode::BAD_REQUEST
+        && is_conflict(&body)
+    {
+        state.faults.note_conflict(&state.function, fingerprint);
     }
     if let Some(Action::Hang(hang)) = action {
         tokio::time::sleep(hang).await;
@@ -212,6 +224,40 @@ pub(crate) fn written_items(operation: &str, body: &[u8]) -> Vec<ItemKey> {
     items
 }
 
+/// What identifies a write request across its retries: the operation and the request's JSON
+/// in a canonical form (objects with sorted keys, whatever order the SDK's maps serialized
+/// in), without the `ClientRequestToken` that the SDK draws anew for every send.
+fn fingerprint(operation: &str, body: &[u8]) -> Option<u64> {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut request = serde_json::from_slice::<Value>(body).ok()?;
+    if let Some(object) = request.as_object_mut() {
+        object.remove("ClientRequestToken");
+    }
+    // serde_json's maps are sorted by key, so this text is canonical.
+    let canonical = request.to_string();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    operation.hash(&mut hasher);
+    canonical.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Whether a DynamoDB error answer is a conflict with an ongoing transaction.
+fn is_conflict(body: &[u8]) -> bool {
+    let Ok(error) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let kind = error["__type"].as_str().unwrap_or_default();
+    if kind.ends_with("#TransactionConflictException") {
+        return true;
+    }
+    kind.ends_with("#TransactionCanceledException")
+        && error["CancellationReasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|reason| reason["Code"] == "TransactionConflict")
+}
+
 /// `pk|sk` of an item or key in DynamoDB JSON, or the whole key when it has no `pk`.
 fn key_of(item: &Value) -> String {
     let attribute = |name: &str| item[name]["S"].as_str().map(str::to_owned);
@@ -239,6 +285,29 @@ mod tests {
         let keys: Vec<_> = items.iter().map(|i| i.key.as_str()).collect();
         assert_eq!(keys, ["USER#a|FOLLOWS#b", "USER#a|PROFILE"]);
         assert!(written_items("GetItem", body.to_string().as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn a_retried_write_has_the_fingerprint_of_the_refused_one() {
+        let first = br#"{"TransactItems":[{"Update":{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"S":"b"}}}}],"ClientRequestToken":"1"}"#;
+        // Same request, maps serialized in another order, a new idempotency token.
+        let again = br#"{"ClientRequestToken":"2","TransactItems":[{"Update":{"Key":{"sk":{"S":"b"},"pk":{"S":"a"}},"TableName":"t"}}]}"#;
+        let other = br#"{"TransactItems":[{"Update":{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"S":"c"}}}}]}"#;
+        let print = |body: &[u8]| fingerprint("TransactWriteItems", body).unwrap();
+        assert_eq!(print(first), print(again));
+        assert_ne!(print(first), print(other));
+        assert_ne!(print(first), fingerprint("PutItem", first).unwrap());
+    }
+
+    #[test]
+    fn conflicts_are_told_from_other_cancellations() {
+        let conflict = br#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict"}]}"#;
+        let condition = br#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","CancellationReasons":[{"Code":"ConditionalCheckFailed"}]}"#;
+        let single = br#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException","message":"x"}"#;
+        assert!(is_conflict(conflict));
+        assert!(!is_conflict(condition));
+        assert!(is_conflict(single));
+        assert!(!is_conflict(b"not json"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! client would.
 
 mod cold_start;
+mod contention;
 mod decoupling;
 mod follow;
 mod hostile;

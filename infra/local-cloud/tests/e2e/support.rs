@@ -107,6 +107,22 @@ impl Api {
         Self::with_groups(cloud, user, &[])
     }
 
+    /// The same API and connection pool, as `user`: a crowd of users without a connection
+    /// each.
+    pub fn as_user(&self, user: &str) -> Self {
+        let token = local_cloud::jwt::local_token(
+            local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
+            user,
+            &[],
+            Duration::from_secs(600),
+        );
+        Self {
+            base: self.base.clone(),
+            token: Some(token),
+            client: self.client.clone(),
+        }
+    }
+
     /// An operator: a user in the `admin` group.
     pub fn admin(cloud: &LocalCloud, user: &str) -> Self {
         Self::with_groups(cloud, Some(user), &["admin".to_owned()])
