@@ -131,28 +131,37 @@ fn classify<L: Clone + Debug>(
             .iter()
             .map(|reason| reason.code())
             .collect();
-        // A failed condition is an answer, whatever else held the other items. DynamoDB
-        // names every item whose condition failed, so a caller can drop them all at once.
-        let all: Vec<L> = codes
-            .iter()
-            .zip(labels)
-            .filter(|(code, _)| **code == Some("ConditionalCheckFailed"))
-            .map(|(_, label)| label.clone())
-            .collect();
-        if let Some(label) = all.first() {
-            return Classified::Final(TransactError::ConditionFailed {
-                label: label.clone(),
-                all,
-            });
-        }
-        if let Some(reason) = codes.iter().flatten().find_map(|code| transient_code(code)) {
-            return Classified::Transient(reason);
+        if let Some(classified) = cancellation(&codes, labels) {
+            return classified;
         }
     }
     if let Some(reason) = transient(&err) {
         return Classified::Transient(reason);
     }
     Classified::Final(TransactError::Sdk(Box::new(err.into())))
+}
+
+/// What a cancellation's reasons (one per item, in request order) call for, if they say.
+fn cancellation<L: Clone + Debug>(codes: &[Option<&str>], labels: &[L]) -> Option<Classified<L>> {
+    // A failed condition is an answer, whatever else held the other items. DynamoDB names
+    // every item whose condition failed, so a caller can drop them all at once.
+    let all: Vec<L> = codes
+        .iter()
+        .zip(labels)
+        .filter(|(code, _)| **code == Some("ConditionalCheckFailed"))
+        .map(|(_, label)| label.clone())
+        .collect();
+    if let Some(label) = all.first() {
+        return Some(Classified::Final(TransactError::ConditionFailed {
+            label: label.clone(),
+            all,
+        }));
+    }
+    codes
+        .iter()
+        .flatten()
+        .find_map(|code| transient_code(code))
+        .map(Classified::Transient)
 }
 
 /// The reason to retry a DynamoDB error that goes away by itself (a single-item write on an
@@ -291,4 +300,67 @@ pub fn update_in(table: &str, update: UpdateBuilder) -> TransactWriteItem {
         .build()
         .expect("table, key and expression are set");
     TransactWriteItem::builder().update(update).build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+
+    #[test]
+    fn conflicts_and_throttling_are_retried_and_conditions_are_answers() {
+        let labels = ["a", "b", "c"];
+        for (codes, expected) in [
+            (
+                [None, Some("TransactionConflict"), Some("None")],
+                "TransactionConflict",
+            ),
+            ([Some("ThrottlingError"), None, None], "Throttling"),
+            (
+                [None, None, Some("ProvisionedThroughputExceeded")],
+                "ProvisionedThroughputExceeded",
+            ),
+        ] {
+            match cancellation(&codes, &labels) {
+                Some(Classified::Transient(reason)) => assert_eq!(reason, expected),
+                Some(Classified::Final(err)) => panic!("{codes:?}: {err:?}"),
+                None => panic!("{codes:?}: not classified"),
+            }
+        }
+        // A failed condition wins over a conflict on another item, and names every failure.
+        let codes = [
+            Some("ConditionalCheckFailed"),
+            Some("TransactionConflict"),
+            Some("ConditionalCheckFailed"),
+        ];
+        match cancellation(&codes, &labels) {
+            Some(Classified::Final(TransactError::ConditionFailed { label, all })) => {
+                assert_eq!(label, "a");
+                assert_eq!(all, ["a", "c"]);
+            }
+            Some(Classified::Final(err)) => panic!("{err:?}"),
+            Some(Classified::Transient(reason)) => panic!("retried {reason}"),
+            None => panic!("not classified"),
+        }
+        assert!(cancellation(&[Some("ValidationError"), None, None], &labels).is_none());
+    }
+
+    #[test]
+    fn single_item_writes_are_retried_on_conflicts_and_throttling_only() {
+        let error = |code: &str| ErrorMetadata::builder().code(code).build();
+        assert_eq!(
+            transient(&error("TransactionConflictException")),
+            Some("TransactionConflictException")
+        );
+        assert_eq!(
+            transient(&error("ProvisionedThroughputExceededException")),
+            Some("ProvisionedThroughputExceeded")
+        );
+        assert_eq!(
+            transient(&error("RequestLimitExceeded")),
+            Some("RequestLimitExceeded")
+        );
+        assert_eq!(transient(&error("ConditionalCheckFailedException")), None);
+        assert_eq!(transient(&error("ValidationException")), None);
+    }
 }
