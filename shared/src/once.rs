@@ -82,6 +82,16 @@ pub fn merge<P>(units: Vec<Unit<P>>) -> Vec<Unit<P>> {
     merged
 }
 
+/// A transaction item's label that may name a unit (by its index in the commit).
+pub trait UnitLabel {
+    fn unit(&self) -> Option<usize>;
+}
+
+/// The indices of the units among a cancellation's failed labels: the units already applied.
+pub fn unit_indices<L: UnitLabel>(labels: &[L]) -> Vec<usize> {
+    labels.iter().filter_map(UnitLabel::unit).collect()
+}
+
 /// The indices of the units for which `applied` holds: what a store reports as
 /// [`Rejected::AlreadyApplied`].
 pub fn indices_where<P>(units: &[Unit<P>], applied: impl Fn(&Unit<P>) -> bool) -> Vec<usize> {

@@ -16,7 +16,7 @@ use crate::dynamo::{
 };
 use crate::events::Envelope;
 use crate::ids::UserId;
-use crate::once::{Rejected, Unit};
+use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
 use crate::queue::Queue;
 use crate::retry::Backoff;
 use crate::social::cursor::{Cursor, PageLimit};
@@ -46,7 +46,7 @@ fn rejected(err: TransactError<Label>) -> Rejected {
         TransactError::ConditionFailed {
             label: Label::Unit(_),
             all,
-        } => Rejected::AlreadyApplied(units_of(&all)),
+        } => Rejected::AlreadyApplied(unit_indices(&all)),
         TransactError::ConditionFailed {
             label: Label::Buyer(_) | Label::Aggregate,
             ..
@@ -55,15 +55,13 @@ fn rejected(err: TransactError<Label>) -> Rejected {
     }
 }
 
-/// The indices of the orders among failed labels.
-fn units_of(labels: &[Label]) -> Vec<usize> {
-    labels
-        .iter()
-        .filter_map(|label| match label {
+impl UnitLabel for Label {
+    fn unit(&self) -> Option<usize> {
+        match self {
             Label::Unit(index) => Some(*index),
             _ => None,
-        })
-        .collect()
+        }
+    }
 }
 
 /// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
@@ -227,7 +225,7 @@ impl OrderStore for DynamoOrderStore {
             Err(TransactError::ConditionFailed {
                 label: Label::Unit(_),
                 all,
-            }) => Err(ConfirmRejected::AlreadyApplied(units_of(&all))),
+            }) => Err(ConfirmRejected::AlreadyApplied(unit_indices(&all))),
             Err(TransactError::ConditionFailed {
                 label: Label::Buyer(index),
                 ..

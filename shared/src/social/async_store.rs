@@ -21,7 +21,7 @@ use crate::dynamo::{
     TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, update_in,
 };
 use crate::ids::UserId;
-use crate::once::{Rejected, Unit};
+use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -46,7 +46,7 @@ fn rejected(err: TransactError<Label>) -> Rejected {
         TransactError::ConditionFailed {
             label: Label::Unit(_),
             all,
-        } => Rejected::AlreadyApplied(units_of(&all)),
+        } => Rejected::AlreadyApplied(unit_indices(&all)),
         TransactError::ConditionFailed {
             label: Label::Aggregate,
             ..
@@ -55,15 +55,13 @@ fn rejected(err: TransactError<Label>) -> Rejected {
     }
 }
 
-/// The indices of the units among failed labels.
-fn units_of(labels: &[Label]) -> Vec<usize> {
-    labels
-        .iter()
-        .filter_map(|label| match label {
+impl UnitLabel for Label {
+    fn unit(&self) -> Option<usize> {
+        match self {
             Label::Unit(index) => Some(*index),
             _ => None,
-        })
-        .collect()
+        }
+    }
 }
 
 fn epoch_seconds_after(ttl: Duration) -> u64 {

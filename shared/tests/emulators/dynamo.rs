@@ -135,19 +135,7 @@ async fn concurrent_transactions_on_one_item_count_exactly() {
     }
     assert_eq!(committed + conflicted, tasks * per_task);
     assert!(committed > 0);
-    let item = clients
-        .dynamodb
-        .get_item()
-        .table_name(&table)
-        .set_key(Some(key("counter", "A")))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
-    assert_eq!(get_n::<u32>(&item, "hits").unwrap(), committed);
-    assert_eq!(get_s(&item, "pk").unwrap(), "counter");
+    assert_eq!(counter_hits(&clients.dynamodb, &table).await, committed);
 }
 
 #[tokio::test]
@@ -176,16 +164,24 @@ async fn contended_transactions_all_commit_with_the_default_retries() {
     for handle in handles {
         handle.await.unwrap();
     }
-    let item = clients
-        .dynamodb
+    assert_eq!(
+        counter_hits(&clients.dynamodb, &table).await,
+        tasks * per_task
+    );
+}
+
+/// The `hits` of the test's counter item, strongly consistent.
+async fn counter_hits(client: &Client, table: &str) -> u32 {
+    let item = client
         .get_item()
-        .table_name(&table)
+        .table_name(table)
         .set_key(Some(key("counter", "A")))
         .consistent_read(true)
         .send()
         .await
         .unwrap()
         .item
-        .unwrap();
-    assert_eq!(get_n::<u32>(&item, "hits").unwrap(), tasks * per_task);
+        .expect("the counter exists");
+    assert_eq!(get_s(&item, "pk").unwrap(), "counter");
+    get_n(&item, "hits").unwrap()
 }

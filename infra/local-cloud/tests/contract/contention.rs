@@ -2,24 +2,8 @@
 //! consumers that write one hot item per batch cap their concurrency, and the reconciliation's
 //! grace period is computed from the order queue's real settings.
 
-use crate::support::root;
+use crate::support::project_model;
 use local_cloud::model::{EventSpec, FunctionSpec, Model};
-use local_cloud::template::{LocalNames, load};
-use std::collections::BTreeMap;
-
-fn model(overrides: &[(&str, &str)]) -> Model {
-    let names = LocalNames {
-        stack_name: "contract".to_owned(),
-        region: "us-east-1".to_owned(),
-        account_id: "123456789012".to_owned(),
-        sqs_endpoint: "http://127.0.0.1:1".to_owned(),
-    };
-    let overrides: BTreeMap<String, String> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    load(&root().join("template.yaml"), &overrides, &names).expect("template.yaml loads")
-}
 
 fn function<'a>(model: &'a Model, logical_id: &str) -> &'a FunctionSpec {
     model
@@ -31,7 +15,7 @@ fn function<'a>(model: &'a Model, logical_id: &str) -> &'a FunctionSpec {
 
 #[test]
 fn consumers_of_hot_items_cap_their_concurrent_batches() {
-    let model = model(&[]);
+    let model = project_model(&[]);
     for (consumer, queue) in [
         ("NotificationConsumerFunction", "NotificationQueue"),
         ("FollowerCountConsumerFunction", "FollowerCountQueue"),
@@ -59,7 +43,7 @@ fn consumers_of_hot_items_cap_their_concurrent_batches() {
 #[test]
 fn the_reconciliation_grace_follows_the_order_queue_settings() {
     for visibility in ["60", "7"] {
-        let model = model(&[("QueueVisibilityTimeoutSeconds", visibility)]);
+        let model = project_model(&[("QueueVisibilityTimeoutSeconds", visibility)]);
         let env = &function(&model, "ReconcileFunction").environment;
         let queue = model
             .queues

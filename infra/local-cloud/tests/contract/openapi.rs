@@ -1,9 +1,8 @@
 //! `openapi.yaml` against `template.yaml`: the same (method, path) set, the same authorizers,
 //! and a document that a client generator or schemathesis can trust.
 
-use crate::support::{entries, root, yaml};
+use crate::support::{entries, project_model, yaml};
 use local_cloud::model::EventSpec;
-use local_cloud::template::{LocalNames, load};
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,14 +10,7 @@ const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "op
 
 /// (METHOD, path) -> whether a JWT is required, as the runner reads the template.
 fn template_routes() -> BTreeMap<(String, String), bool> {
-    let names = LocalNames {
-        stack_name: "contract".to_owned(),
-        region: "us-east-1".to_owned(),
-        account_id: "123456789012".to_owned(),
-        sqs_endpoint: "http://127.0.0.1:1".to_owned(),
-    };
-    let model =
-        load(&root().join("template.yaml"), &BTreeMap::new(), &names).expect("template.yaml loads");
+    let model = project_model(&[]);
     let mut routes = BTreeMap::new();
     for function in &model.functions {
         for event in &function.events {

@@ -8,6 +8,22 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `template.yaml` as the runner reads it, with these parameter overrides.
+pub fn project_model(overrides: &[(&str, &str)]) -> local_cloud::model::Model {
+    let names = local_cloud::template::LocalNames {
+        stack_name: "contract".to_owned(),
+        region: "us-east-1".to_owned(),
+        account_id: "123456789012".to_owned(),
+        sqs_endpoint: "http://127.0.0.1:1".to_owned(),
+    };
+    let overrides = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    local_cloud::template::load(&root().join("template.yaml"), &overrides, &names)
+        .expect("template.yaml loads")
+}
+
 /// A YAML document of the repository, tags (`!GetAtt`, `!Sub`, ...) kept as they are.
 pub fn yaml(relative: &str) -> Value {
     let path = root().join(relative);
