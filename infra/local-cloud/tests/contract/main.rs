@@ -2,6 +2,7 @@
 //! exactly the routes that `template.yaml` serves, with the same authorizers, and every
 //! function's IAM policy grants only what its code uses.
 
+mod aws_rules;
 mod contention;
 mod openapi;
 mod policies;

@@ -1,0 +1,152 @@
+//! The rules of AWS that `template.yaml` relies on, written down so that a later change cannot
+//! break them silently (the local runner would accept what Lambda or SQS refuses):
+//!
+//! - an SQS queue consumed by a function hides a received message for at least six times the
+//!   function's timeout (Lambda refuses less than one timeout; six is AWS's advice, so that a
+//!   batch retried by the poller is not handed out twice);
+//! - an SQS event source takes more than 10 messages per batch only with a batching window;
+//! - `ScalingConfig.MaximumConcurrency` is from 2 to 1,000;
+//! - every function that uses Redis runs in the VPC, in both private subnets, with the
+//!   security group that alone may reach the cache.
+
+use crate::support::{entries, project_model, yaml};
+use local_cloud::model::EventSpec;
+use serde_yaml::Value;
+
+#[test]
+fn every_consumed_queue_hides_a_message_for_six_function_timeouts() {
+    let model = project_model(&[]);
+    let mut checked = 0;
+    for function in &model.functions {
+        for event in &function.events {
+            let EventSpec::Sqs(source) = event else {
+                continue;
+            };
+            let queue = model
+                .queues
+                .iter()
+                .find(|q| q.logical_id == source.queue_logical_id)
+                .expect("the event's queue is in the template");
+            let visibility: u64 = queue.attributes["VisibilityTimeout"].parse().unwrap();
+            let timeout = function.timeout.as_secs();
+            assert!(
+                visibility >= 6 * timeout,
+                "{}: {} hides a message {visibility} s, less than 6 x the {timeout} s timeout",
+                function.logical_id,
+                queue.logical_id
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "only {checked} SQS event sources");
+}
+
+#[test]
+fn sqs_batches_above_ten_have_a_window_and_concurrency_caps_are_valid() {
+    let model = project_model(&[]);
+    for function in &model.functions {
+        for event in &function.events {
+            let EventSpec::Sqs(source) = event else {
+                continue;
+            };
+            let name = &function.logical_id;
+            assert!(
+                (1..=10_000).contains(&source.batch_size),
+                "{name}: BatchSize {}",
+                source.batch_size
+            );
+            if source.batch_size > 10 {
+                assert!(
+                    !source.batching_window.is_zero(),
+                    "{name}: BatchSize {} needs MaximumBatchingWindowInSeconds",
+                    source.batch_size
+                );
+            }
+            assert!(source.batching_window.as_secs() <= 300, "{name}: window");
+            if let Some(cap) = source.maximum_concurrency {
+                assert!(
+                    (2..=1000).contains(&cap),
+                    "{name}: MaximumConcurrency {cap}"
+                );
+            }
+        }
+    }
+}
+
+/// `!GetAtt X.Y` or `!Ref X` as written, for comparing references.
+fn reference(value: &Value) -> String {
+    match value {
+        Value::Tagged(tagged) => format!("{} {:?}", tagged.tag, tagged.value),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
+    let template = yaml("template.yaml");
+    let resources = entries(&template, "Resources");
+    let cache_group = resources
+        .iter()
+        .find(|(name, _)| *name == "CacheSecurityGroup")
+        .map(|(_, group)| *group)
+        .expect("CacheSecurityGroup");
+    let ingress = cache_group["Properties"]["SecurityGroupIngress"]
+        .as_sequence()
+        .expect("the cache's ingress rules");
+    let sources: Vec<String> = ingress
+        .iter()
+        .map(|rule| reference(&rule["SourceSecurityGroupId"]))
+        .collect();
+    assert_eq!(
+        ingress.len(),
+        1,
+        "the cache admits one source only: {sources:?}"
+    );
+    assert_eq!(ingress[0]["FromPort"], Value::from(6379));
+
+    let mut redis_functions = 0;
+    for (name, resource) in &resources {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let properties = &resource["Properties"];
+        let uses_redis = properties["Environment"]["Variables"]
+            .get("REDIS_CACHE_NAME")
+            .is_some();
+        let vpc = &properties["VpcConfig"];
+        if !uses_redis {
+            assert!(
+                vpc.is_null(),
+                "{name} does not use Redis but runs in the VPC"
+            );
+            continue;
+        }
+        redis_functions += 1;
+        let groups: Vec<String> = vpc["SecurityGroupIds"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name} uses Redis outside the VPC"))
+            .iter()
+            .map(reference)
+            .collect();
+        assert_eq!(
+            groups, sources,
+            "{name}: the security group the cache admits"
+        );
+        let subnets: Vec<String> = vpc["SubnetIds"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name} has no subnets"))
+            .iter()
+            .map(reference)
+            .collect();
+        assert_eq!(
+            subnets.len(),
+            2,
+            "{name}: both private subnets: {subnets:?}"
+        );
+        assert!(
+            subnets.iter().all(|s| s.contains("PrivateSubnet")),
+            "{name}: {subnets:?}"
+        );
+    }
+    assert_eq!(redis_functions, 7, "the seven Redis functions");
+}
