@@ -8,6 +8,10 @@
 //! - `ScalingConfig.MaximumConcurrency` is from 2 to 1,000;
 //! - every function that uses Redis runs in the VPC, in both private subnets, with the
 //!   security group that alone may reach the cache.
+//!
+//! And what a first deploy must not lose: the tables and the user pool are retained when the
+//! stack is deleted or they are replaced (a new pool gives every user a new `sub`), the cache
+//! leaves a final snapshot, and its node type defaults to a non-burstable one.
 
 use crate::support::{entries, project_model, yaml};
 use local_cloud::model::EventSpec;
@@ -149,4 +153,52 @@ fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
         );
     }
     assert_eq!(redis_functions, 7, "the seven Redis functions");
+}
+
+/// A resource's attribute as written, e.g. its `DeletionPolicy`.
+fn attribute<'a>(resources: &[(&str, &'a Value)], name: &str, key: &str) -> &'a Value {
+    let resource = resources
+        .iter()
+        .find(|(logical_id, _)| *logical_id == name)
+        .map(|(_, resource)| *resource)
+        .unwrap_or_else(|| panic!("no resource {name}"));
+    &resource[key]
+}
+
+#[test]
+fn data_and_identities_outlive_a_deleted_or_replaced_stack() {
+    let template = yaml("template.yaml");
+    let resources = entries(&template, "Resources");
+    for (name, policy) in [
+        ("SocialTable", "Retain"),
+        ("CommerceTable", "Retain"),
+        ("UserPool", "Retain"),
+        ("RedisCache", "Snapshot"),
+    ] {
+        for key in ["DeletionPolicy", "UpdateReplacePolicy"] {
+            assert_eq!(
+                attribute(&resources, name, key),
+                &Value::from(policy),
+                "{name} {key}"
+            );
+        }
+    }
+    // The cache on the hot path of every order is not burstable by default.
+    assert_eq!(
+        attribute(&resources, "RedisCache", "Properties")["CacheNodeType"],
+        yaml_value("!Ref CacheNodeType")
+    );
+    let default = entries(&template, "Parameters")
+        .into_iter()
+        .find(|(name, _)| *name == "CacheNodeType")
+        .map(|(_, parameter)| parameter["Default"].as_str().unwrap_or_default().to_owned())
+        .expect("a CacheNodeType parameter");
+    assert!(
+        default.starts_with("cache.") && !default.starts_with("cache.t"),
+        "CacheNodeType defaults to a burstable node: {default}"
+    );
+}
+
+fn yaml_value(text: &str) -> Value {
+    serde_yaml::from_str(text).unwrap()
 }
