@@ -111,14 +111,17 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
     };
     parts.uri = uri;
     parts.headers.insert(HOST, state.upstream_host.clone());
-    let written = if service == Some(Service::DynamoDb) {
-        written_items(operation, &body)
-    } else {
-        Vec::new()
-    };
-    let fingerprint = (!written.is_empty())
-        .then(|| fingerprint(operation, &body))
+    // Parsed once, for the write counts and the conflict counts.
+    let request = (service == Some(Service::DynamoDb))
+        .then(|| serde_json::from_slice::<Value>(&body).ok())
         .flatten();
+    let written = request
+        .as_ref()
+        .map(|request| written_items(operation, request))
+        .unwrap_or_default();
+    let fingerprint = request
+        .filter(|_| !written.is_empty())
+        .map(|request| fingerprint(operation, request));
     if let Some(fingerprint) = fingerprint {
         state.faults.note_write(&state.function, fingerprint);
     }
@@ -171,19 +174,16 @@ fn error(status: StatusCode, service: Option<Service>, message: &str) -> Respons
 }
 
 /// The items a DynamoDB write request writes (condition checks write nothing).
-pub(crate) fn written_items(operation: &str, body: &[u8]) -> Vec<ItemKey> {
-    let Ok(request) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
+pub(crate) fn written_items(operation: &str, request: &Value) -> Vec<ItemKey> {
     let table = |v: &Value| v["TableName"].as_str().unwrap_or_default().to_owned();
     let mut items = Vec::new();
     match operation {
         "PutItem" => items.push(ItemKey {
-            table: table(&request),
+            table: table(request),
             key: key_of(&request["Item"]),
         }),
         "UpdateItem" | "DeleteItem" => items.push(ItemKey {
-            table: table(&request),
+            table: table(request),
             key: key_of(&request["Key"]),
         }),
         "TransactWriteItems" => {
@@ -227,9 +227,8 @@ pub(crate) fn written_items(operation: &str, body: &[u8]) -> Vec<ItemKey> {
 /// What identifies a write request across its retries: the operation and the request's JSON
 /// in a canonical form (objects with sorted keys, whatever order the SDK's maps serialized
 /// in), without the `ClientRequestToken` that the SDK draws anew for every send.
-fn fingerprint(operation: &str, body: &[u8]) -> Option<u64> {
+fn fingerprint(operation: &str, mut request: Value) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
-    let mut request = serde_json::from_slice::<Value>(body).ok()?;
     if let Some(object) = request.as_object_mut() {
         object.remove("ClientRequestToken");
     }
@@ -238,7 +237,7 @@ fn fingerprint(operation: &str, body: &[u8]) -> Option<u64> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     operation.hash(&mut hasher);
     canonical.hash(&mut hasher);
-    Some(hasher.finish())
+    hasher.finish()
 }
 
 /// Whether a DynamoDB error answer is a conflict with an ongoing transaction.
@@ -281,10 +280,10 @@ mod tests {
                 {"Update": {"TableName": "t", "Key": {"pk": {"S": "USER#a"}, "sk": {"S": "PROFILE"}}}},
             ]
         });
-        let items = written_items("TransactWriteItems", body.to_string().as_bytes());
+        let items = written_items("TransactWriteItems", &body);
         let keys: Vec<_> = items.iter().map(|i| i.key.as_str()).collect();
         assert_eq!(keys, ["USER#a|FOLLOWS#b", "USER#a|PROFILE"]);
-        assert!(written_items("GetItem", body.to_string().as_bytes()).is_empty());
+        assert!(written_items("GetItem", &body).is_empty());
     }
 
     #[test]
@@ -293,10 +292,11 @@ mod tests {
         // Same request, maps serialized in another order, a new idempotency token.
         let again = br#"{"ClientRequestToken":"2","TransactItems":[{"Update":{"Key":{"sk":{"S":"b"},"pk":{"S":"a"}},"TableName":"t"}}]}"#;
         let other = br#"{"TransactItems":[{"Update":{"TableName":"t","Key":{"pk":{"S":"a"},"sk":{"S":"c"}}}}]}"#;
-        let print = |body: &[u8]| fingerprint("TransactWriteItems", body).unwrap();
+        let json = |body: &[u8]| serde_json::from_slice::<Value>(body).unwrap();
+        let print = |body: &[u8]| fingerprint("TransactWriteItems", json(body));
         assert_eq!(print(first), print(again));
         assert_ne!(print(first), print(other));
-        assert_ne!(print(first), fingerprint("PutItem", first).unwrap());
+        assert_ne!(print(first), fingerprint("PutItem", json(first)));
     }
 
     #[test]
@@ -318,7 +318,7 @@ mod tests {
                 {"DeleteRequest": {"Key": {"pk": {"S": "C"}, "sk": {"S": "D"}}}},
             ]}
         });
-        let items = written_items("BatchWriteItem", body.to_string().as_bytes());
+        let items = written_items("BatchWriteItem", &body);
         assert_eq!(items.len(), 2);
         assert_eq!(items[1].table, "t");
         assert_eq!(items[1].key, "C|D");

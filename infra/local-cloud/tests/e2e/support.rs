@@ -94,6 +94,16 @@ pub async fn sdk() -> aws_config::SdkConfig {
         .await
 }
 
+/// A bearer token that the local authorizer accepts for ten minutes.
+fn token_of(user: &str, groups: &[String]) -> String {
+    local_cloud::jwt::local_token(
+        local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
+        user,
+        groups,
+        Duration::from_secs(600),
+    )
+}
+
 /// An API client for one user.
 #[derive(Clone)]
 pub struct Api {
@@ -110,15 +120,9 @@ impl Api {
     /// The same API and connection pool, as `user`: a crowd of users without a connection
     /// each.
     pub fn as_user(&self, user: &str) -> Self {
-        let token = local_cloud::jwt::local_token(
-            local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
-            user,
-            &[],
-            Duration::from_secs(600),
-        );
         Self {
             base: self.base.clone(),
-            token: Some(token),
+            token: Some(token_of(user, &[])),
             client: self.client.clone(),
         }
     }
@@ -129,14 +133,7 @@ impl Api {
     }
 
     fn with_groups(cloud: &LocalCloud, user: Option<&str>, groups: &[String]) -> Self {
-        let token = user.map(|sub| {
-            local_cloud::jwt::local_token(
-                local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
-                sub,
-                groups,
-                Duration::from_secs(600),
-            )
-        });
+        let token = user.map(|sub| token_of(sub, groups));
         Self {
             base: format!("http://{}", cloud.address),
             token,
