@@ -8,19 +8,19 @@
 //! emulators without a line of product code knowing which.
 //!
 //! Redis is found the same way everywhere but the cloud: `REDIS_URL` (the local `redis-server`,
-//! LocalStack's companion Redis, tests). In the cloud the template gives the functions only
-//! the ElastiCache replication group's id, `REDIS_CACHE_NAME`, and the cold start asks
-//! ElastiCache for its primary endpoint (TLS is on, so the URL is `rediss://`).
+//! LocalStack's companion Redis, tests). In the cloud the template gives the functions the
+//! ElastiCache replication group's primary endpoint, `REDIS_ENDPOINT` (`host:port`), so a cold
+//! start connects at once: no `DescribeReplicationGroups`, which hundreds of cold starts at a
+//! sale's opening would otherwise send to a throttled control plane together. The connection
+//! is TLS and trusts Amazon's roots only, like the SDK's HTTPS client.
 
 use crate::config::{ConfigError, Env};
 use aws_config::{BehaviorVersion, SdkConfig};
-use aws_sdk_elasticache::error::SdkError;
-use aws_sdk_elasticache::operation::describe_replication_groups::DescribeReplicationGroupsError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 
 /// Amazon Trust Services' roots (see `certs/README.md`): every AWS API endpoint's
-/// certificate chains to one of them.
+/// certificate, and an ElastiCache node's with in-transit encryption, chains to one of them.
 const AMAZON_ROOTS: [&str; 5] = [
     include_str!("../certs/amazon-root-ca-1.pem"),
     include_str!("../certs/amazon-root-ca-2.pem"),
@@ -85,10 +85,33 @@ impl Clients {
 pub struct RedisConnectError(#[source] redis::RedisError);
 
 /// A Redis connection that reconnects by itself; cheap to clone, shared by all invocations.
+/// A `rediss://` URL trusts the Mozilla roots (`webpki-roots`, built in: no trust store file
+/// is read), which is what a TLS Redis given by `REDIS_URL` (LocalStack, a managed Redis
+/// elsewhere) needs; the cache of the template goes through [`RedisEndpoint::connect`].
 ///
 /// The URL may carry a password: it is never logged.
 pub async fn redis(url: &str) -> Result<ConnectionManager, RedisConnectError> {
     let client = redis::Client::open(url).map_err(RedisConnectError)?;
+    manage(client).await
+}
+
+/// A TLS connection to `host:port` whose server certificate must chain to one of
+/// `roots_pem` (PEM certificates), and to nothing else.
+pub async fn redis_tls(
+    host: &str,
+    port: u16,
+    roots_pem: &[u8],
+) -> Result<ConnectionManager, RedisConnectError> {
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(roots_pem.to_vec()),
+    };
+    let client = redis::Client::build_with_tls(format!("rediss://{host}:{port}"), certificates)
+        .map_err(RedisConnectError)?;
+    manage(client).await
+}
+
+async fn manage(client: redis::Client) -> Result<ConnectionManager, RedisConnectError> {
     // Short timeouts: a Lambda invocation should fail fast rather than hang on a lost cache.
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
@@ -104,14 +127,6 @@ pub async fn redis(url: &str) -> Result<ConnectionManager, RedisConnectError> {
 pub enum RedisSetupError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("failed to describe the ElastiCache replication group {name}")]
-    Describe {
-        name: String,
-        #[source]
-        source: Box<SdkError<DescribeReplicationGroupsError>>,
-    },
-    #[error("the ElastiCache replication group {name} has no primary endpoint (status {status})")]
-    NoEndpoint { name: String, status: String },
     #[error(transparent)]
     Connect(#[from] RedisConnectError),
 }
@@ -119,73 +134,57 @@ pub enum RedisSetupError {
 /// Where the configuration says Redis is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RedisEndpoint {
-    /// `REDIS_URL`: a `redis://` or `rediss://` URL, used as is.
+    /// `REDIS_URL`: a `redis://` or `rediss://` URL, used as is (local emulators, LocalStack,
+    /// tests).
     Url(String),
-    /// `REDIS_CACHE_NAME`: an ElastiCache replication group, resolved by [`Self::resolve`].
-    CacheName(String),
+    /// `REDIS_ENDPOINT`, `host:port`: the template's ElastiCache replication group, whose
+    /// primary endpoint (`!GetAtt RedisCache.PrimaryEndPoint.Address` and `.Port`) is a DNS
+    /// name that follows failovers. Always TLS, trusting [`AMAZON_ROOTS`] only.
+    Cache { host: String, port: u16 },
 }
 
 impl RedisEndpoint {
-    /// `REDIS_URL` when set (it wins), else `REDIS_CACHE_NAME`, else an error naming both.
+    /// `REDIS_URL` when set (it wins), else `REDIS_ENDPOINT`, else an error naming both.
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
         if env.optional("REDIS_URL").is_some() {
             return env.redis_url("REDIS_URL").map(Self::Url);
         }
-        match env.optional("REDIS_CACHE_NAME") {
-            Some(name) => Ok(Self::CacheName(name.trim().to_owned())),
-            None => Err(ConfigError::Missing {
-                name: "REDIS_URL (or REDIS_CACHE_NAME)".to_owned(),
-            }),
+        let Some(raw) = env.optional("REDIS_ENDPOINT") else {
+            return Err(ConfigError::Missing {
+                name: "REDIS_URL (or REDIS_ENDPOINT)".to_owned(),
+            });
+        };
+        let invalid = || ConfigError::Invalid {
+            name: "REDIS_ENDPOINT".to_owned(),
+            reason: format!("{raw:?} is not host:port"),
+        };
+        let (host, port) = raw.trim().rsplit_once(':').ok_or_else(invalid)?;
+        let port = port.parse().map_err(|_| invalid())?;
+        if host.is_empty() || host.contains(['/', '@', ' ']) {
+            return Err(invalid());
         }
+        Ok(Self::Cache {
+            host: host.to_owned(),
+            port,
+        })
     }
 
-    /// The URL to connect to; a cache name costs one `DescribeReplicationGroups` call.
+    /// Connects: no control-plane call, the endpoint is in the configuration.
     // skip_all: a REDIS_URL may carry a password.
     #[tracing::instrument(skip_all)]
-    pub async fn resolve(
-        self,
-        elasticache: &aws_sdk_elasticache::Client,
-    ) -> Result<String, RedisSetupError> {
-        let name = match self {
-            Self::Url(url) => return Ok(url),
-            Self::CacheName(name) => name,
-        };
-        let output = elasticache
-            .describe_replication_groups()
-            .replication_group_id(&name)
-            .send()
-            .await
-            .map_err(|source| RedisSetupError::Describe {
-                name: name.clone(),
-                source: Box::new(source),
-            })?;
-        let group = output.replication_groups().first();
-        // Cluster mode disabled: one node group, whose primary endpoint follows failovers.
-        let primary = group
-            .and_then(|group| group.node_groups().first())
-            .and_then(|node_group| node_group.primary_endpoint());
-        match primary.and_then(|endpoint| Some((endpoint.address()?, endpoint.port()?))) {
-            Some((host, port)) => Ok(format!("rediss://{host}:{port}")),
-            None => Err(RedisSetupError::NoEndpoint {
-                status: group
-                    .and_then(|group| group.status())
-                    .unwrap_or("unknown")
-                    .to_owned(),
-                name,
-            }),
+    pub async fn connect(&self) -> Result<ConnectionManager, RedisConnectError> {
+        match self {
+            Self::Url(url) => redis(url).await,
+            Self::Cache { host, port } => {
+                redis_tls(host, *port, AMAZON_ROOTS.concat().as_bytes()).await
+            }
         }
     }
 }
 
 /// A function's Redis, from its configuration: the cold-start path of every Redis user.
-pub async fn redis_from_env(
-    env: &Env,
-    config: &SdkConfig,
-) -> Result<ConnectionManager, RedisSetupError> {
-    let url = RedisEndpoint::from_env(env)?
-        .resolve(&aws_sdk_elasticache::Client::new(config))
-        .await?;
-    Ok(redis(&url).await?)
+pub async fn redis_from_env(env: &Env) -> Result<ConnectionManager, RedisSetupError> {
+    Ok(RedisEndpoint::from_env(env)?.connect().await?)
 }
 
 #[cfg(test)]
@@ -215,10 +214,10 @@ mod tests {
     }
 
     #[test]
-    fn redis_url_wins_over_the_cache_name() {
+    fn redis_url_wins_over_the_cache_endpoint() {
         let env = Env::from_pairs([
             ("REDIS_URL", "redis://127.0.0.1:6379"),
-            ("REDIS_CACHE_NAME", "sales"),
+            ("REDIS_ENDPOINT", "master.sales.cache.amazonaws.com:6379"),
         ]);
         assert_eq!(
             RedisEndpoint::from_env(&env),
@@ -227,19 +226,45 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_name_alone_is_resolved_later() {
-        let env = Env::from_pairs([("REDIS_URL", " "), ("REDIS_CACHE_NAME", "sales")]);
+    fn the_cache_endpoint_alone_is_host_and_port() {
+        let env = Env::from_pairs([
+            ("REDIS_URL", " "),
+            (
+                "REDIS_ENDPOINT",
+                "master.sales.abc123.use1.cache.amazonaws.com:6379",
+            ),
+        ]);
         assert_eq!(
             RedisEndpoint::from_env(&env),
-            Ok(RedisEndpoint::CacheName("sales".to_owned()))
+            Ok(RedisEndpoint::Cache {
+                host: "master.sales.abc123.use1.cache.amazonaws.com".to_owned(),
+                port: 6379
+            })
         );
+        for bad in [
+            "no-port",
+            ":6379",
+            "host:",
+            "host:port",
+            "host:70000",
+            "rediss://h:1",
+        ] {
+            let env = Env::from_pairs([("REDIS_ENDPOINT", bad)]);
+            assert!(
+                matches!(
+                    RedisEndpoint::from_env(&env),
+                    Err(ConfigError::Invalid { name, .. }) if name == "REDIS_ENDPOINT"
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
-    fn a_malformed_redis_url_is_not_skipped_for_the_cache_name() {
+    fn a_malformed_redis_url_is_not_skipped_for_the_cache_endpoint() {
         let env = Env::from_pairs([
             ("REDIS_URL", "127.0.0.1:6379"),
-            ("REDIS_CACHE_NAME", "sales"),
+            ("REDIS_ENDPOINT", "cache:6379"),
         ]);
         assert!(matches!(
             RedisEndpoint::from_env(&env),
@@ -258,7 +283,7 @@ mod tests {
         let err = RedisEndpoint::from_env(&Env::from_pairs([])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "missing environment variable REDIS_URL (or REDIS_CACHE_NAME)"
+            "missing environment variable REDIS_URL (or REDIS_ENDPOINT)"
         );
     }
 }

@@ -12,11 +12,10 @@ use app::{cloud, http, telemetry};
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let env = Env::process();
-    let sdk_config = cloud::sdk_config().await;
-    let clients = cloud::Clients::new(&sdk_config);
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| fail_cold_start(&err));
-    let pending = RedisReservations::reader_from_env(&env, &sdk_config)
+    let pending = RedisReservations::reader_from_env(&env)
         .await
         .unwrap_or_else(|err| fail_cold_start(&err));
     http::run(|request| order_routes::get_order(&store, &pending, request)).await

@@ -8,7 +8,7 @@ use app::{cloud, http, telemetry};
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
-    let redis = cloud::redis_from_env(&Env::process(), &cloud::sdk_config().await)
+    let redis = cloud::redis_from_env(&Env::process())
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let cache = RedisSales::new(redis);

@@ -11,13 +11,12 @@ use app::{cloud, consumer, telemetry};
 async fn main() -> Result<(), lambda_runtime::Error> {
     telemetry::init();
     let env = Env::process();
-    let sdk_config = cloud::sdk_config().await;
-    let clients = cloud::Clients::new(&sdk_config);
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let payments = SqsPaymentDueSink::from_env(&env, clients.sqs)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let reservations = RedisReservations::from_env(&env, &sdk_config)
+    let reservations = RedisReservations::from_env(&env)
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let deps = OrderDeps {

@@ -14,11 +14,10 @@ async fn main() -> Result<(), lambda_http::Error> {
     let env = Env::process();
     let rate_limit_per_second =
         handlers::rate_limit_from_env(&env).unwrap_or_else(|err| fail_cold_start(&err));
-    let sdk_config = cloud::sdk_config().await;
-    let clients = cloud::Clients::new(&sdk_config);
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let publisher =
         SqsOrderPublisher::from_env(&env, clients.sqs).unwrap_or_else(|err| fail_cold_start(&err));
-    let redis = cloud::redis_from_env(&env, &sdk_config)
+    let redis = cloud::redis_from_env(&env)
         .await
         .unwrap_or_else(|err| fail_cold_start(&err));
     let admission = RedisSales::new(redis);

@@ -10,11 +10,10 @@ use app::{cloud, http, telemetry};
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let env = Env::process();
-    let sdk_config = cloud::sdk_config().await;
-    let clients = cloud::Clients::new(&sdk_config);
+    let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let store = DynamoSaleStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let redis = cloud::redis_from_env(&env, &sdk_config)
+    let redis = cloud::redis_from_env(&env)
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let cache = RedisSales::new(redis);

@@ -79,6 +79,7 @@ pub enum EventSpec {
     Sqs(SqsSource),
     Stream(StreamSource),
     Schedule(ScheduleSource),
+    Topic(TopicSource),
 }
 
 /// An `HttpApi` event.
@@ -136,6 +137,16 @@ pub struct StreamSource {
     pub on_failure_queue_url: Option<String>,
     pub function_response_report_batch_item_failures: bool,
     pub enabled: bool,
+}
+
+/// An `SNS` event. Locally nothing publishes to the topic (the emulators' services do not
+/// send their events, e.g. ElastiCache's), so the runner subscribes nothing: the function
+/// runs and is invoked directly, as a test does with `LocalCloud::invoke`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopicSource {
+    pub event_name: String,
+    /// The topic, as the template's `Topic` evaluates (a logical id locally).
+    pub topic: String,
 }
 
 /// A `Schedule` or `ScheduleV2` event.

@@ -17,7 +17,7 @@ use serde_yaml::{Mapping, Value};
 
 use crate::model::{
     EventSpec, FunctionSpec, HttpRoute, IndexSpec, JwtAuthorizer, Model, QueueSpec, ScheduleSource,
-    SqsSource, StreamSource, TableSpec,
+    SqsSource, StreamSource, TableSpec, TopicSource,
 };
 
 /// How local resources are named: the runner's stand-ins for the AWS account.
@@ -906,6 +906,18 @@ impl<'t> Resolver<'t> {
             (Resource::Queue(name), "QueueUrl") => {
                 Some(self.queue_url(self.name_of(resource, name, at)?))
             }
+            // Locally the functions get REDIS_URL, which wins over the endpoint: a name that
+            // resolves nowhere says so if it is ever used.
+            (Resource::Other(kind), "PrimaryEndPoint.Address" | "ReaderEndPoint.Address")
+                if kind == "AWS::ElastiCache::ReplicationGroup" =>
+            {
+                Some(format!("{resource}.local-cloud.invalid"))
+            }
+            (Resource::Other(kind), "PrimaryEndPoint.Port" | "ReaderEndPoint.Port")
+                if kind == "AWS::ElastiCache::ReplicationGroup" =>
+            {
+                Some("6379".to_owned())
+            }
             (Resource::Function, "Arn") => Some(format!(
                 "arn:aws:lambda:{}:{}:function:{resource}",
                 self.names.region, self.names.account_id
@@ -1295,6 +1307,10 @@ impl<'t> Resolver<'t> {
                         && state.as_deref() != Some("DISABLED"),
                 })
             }
+            "SNS" => EventSpec::Topic(TopicSource {
+                event_name,
+                topic: props.required_string("Topic")?,
+            }),
             "ScheduleV2" => EventSpec::Schedule(ScheduleSource {
                 event_name,
                 expression: props.required_string("ScheduleExpression")?,
@@ -1315,7 +1331,8 @@ impl<'t> Resolver<'t> {
                     &event.at,
                     Problem::NotLocal(format!(
                         "event type {other} is not supported locally (the runner drives \
-                         HttpApi, SQS, DynamoDB, Schedule and ScheduleV2 events)"
+                         HttpApi, SQS, DynamoDB, Schedule and ScheduleV2 events, and accepts \
+                         SNS events)"
                     )),
                 ));
             }

@@ -384,6 +384,16 @@ impl MemoryReservations {
     pub(crate) fn stock_of(&self, sale: &str) -> i64 {
         self.sales.lock().unwrap()[sale].stock
     }
+
+    /// What the preheat (or a failover that lost admissions) leaves as the stock.
+    pub(crate) fn set_stock(&self, sale: &str, stock: i64) {
+        self.sales
+            .lock()
+            .unwrap()
+            .entry(sale.to_owned())
+            .or_default()
+            .stock = stock;
+    }
 }
 
 #[async_trait]
@@ -454,6 +464,18 @@ impl Reservations for MemoryReservations {
 
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
         Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
+    }
+
+    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
+        let mut sales = self.sales.lock().unwrap();
+        let Some(sale) = sales.get_mut(sale_id) else {
+            return Ok(0);
+        };
+        let pending = i64::try_from(sale.pending.len())?;
+        let ceiling = (dynamo_stock_remaining - pending).max(0);
+        let lowered = (sale.stock - ceiling).max(0);
+        sale.stock -= lowered;
+        Ok(lowered)
     }
 }
 

@@ -17,8 +17,12 @@
 //! - [`order_routes`]: the HTTP entry points of the order routes.
 //! - [`order_store`]: the DynamoDB adapter of `OrderStore` and the SQS adapter of
 //!   `PaymentDueSink`; [`reservations`]: the Redis adapter of `Reservations`.
+//! - [`failover`]: after the cache failed over, every live sale put back in order (the
+//!   `CacheControl` port); [`cache_control`]: its ElastiCache adapter.
 
 pub mod admission;
+pub mod cache_control;
+pub mod failover;
 pub mod handlers;
 pub mod keys;
 pub mod order_consumer;

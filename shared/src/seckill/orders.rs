@@ -372,6 +372,10 @@ pub trait Reservations: Send + Sync {
     async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>>;
     /// The units left to reserve; `None` when the sale is not (or no longer) in Redis.
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>>;
+    /// Lowers the stock to at most `dynamo_stock_remaining` minus the pending reservations,
+    /// atomically (`cap.lua`), never raising it; returns the units it took away (0 when the
+    /// stock was within that ceiling or the sale is not in Redis).
+    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64>;
 }
 
 /// An order the admission script admitted, as Redis knows it (the sale's `orders` hash and

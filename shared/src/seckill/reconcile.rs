@@ -1,5 +1,6 @@
-//! Reconciliation, on a schedule: reservations that never became orders are given back, and
-//! each published sale's stock in Redis is logged beside DynamoDB's.
+//! Reconciliation, on a schedule: reservations that never became orders are given back, each
+//! published sale's stock in Redis is logged beside DynamoDB's, and capped at what DynamoDB
+//! can still confirm when Redis lost admissions (`cap.lua`; [`super::failover`]).
 //!
 //! A reservation stays in the sale's `pending` hash until the order consumer materialized its
 //! order. One older than the grace period whose order does not exist in DynamoDB was lost
@@ -79,6 +80,9 @@ pub struct SaleReport {
     pub pending: usize,
     pub released: usize,
     pub confirmed: usize,
+    /// Units taken off the Redis stock because it exceeded what DynamoDB can still confirm
+    /// (`cap.lua`): Redis had lost admissions.
+    pub capped: i64,
 }
 
 /// The run's summary, returned by the function.
@@ -141,6 +145,7 @@ async fn reconcile_sale(
         pending: pending.len(),
         released: 0,
         confirmed: 0,
+        capped: 0,
     };
     let mut materialized = Vec::new();
     for reservation in pending {
@@ -168,6 +173,19 @@ async fn reconcile_sale(
         reservations.confirm(sale_id, &materialized).await?;
         report.confirmed = materialized.len();
     }
+    // Read again just before the cap, strongly consistent: the older the figure, the more a
+    // cancellation landing in between could make the cap take a unit too many (undersold,
+    // never oversold).
+    if let Some(remaining) = store.stock_remaining(sale_id).await? {
+        report.capped = reservations.cap_stock(sale_id, remaining).await?;
+        if report.capped > 0 {
+            tracing::warn!(
+                sale_id,
+                capped = report.capped,
+                "Redis admitted beyond what DynamoDB can confirm: its stock was capped"
+            );
+        }
+    }
     tracing::info!(
         sale_id,
         redis_stock = report.redis_stock,
@@ -175,6 +193,7 @@ async fn reconcile_sale(
         pending = report.pending,
         released = report.released,
         confirmed = report.confirmed,
+        capped = report.capped,
         "sale reconciled"
     );
     Ok(report)

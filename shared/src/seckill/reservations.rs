@@ -15,12 +15,12 @@ use crate::ids::UserId;
 use crate::script::LuaScript;
 use anyhow::Context;
 use async_trait::async_trait;
-use aws_config::SdkConfig;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use std::collections::{HashMap, HashSet};
 
 const CLAIM: &str = include_str!("claim.lua");
+const CAP: &str = include_str!("cap.lua");
 
 /// Why the reservations could not be set up at cold start.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,7 @@ pub struct RedisReservations {
     connection: ConnectionManager,
     sales: RedisSales,
     claim: LuaScript,
+    cap: LuaScript,
 }
 
 fn sale_id(raw: &str) -> anyhow::Result<SaleId> {
@@ -48,31 +49,38 @@ impl RedisReservations {
         Self {
             sales: RedisSales::new(connection.clone()),
             claim: LuaScript::new("claim", CLAIM),
+            cap: LuaScript::new("cap", CAP),
             connection,
         }
     }
 
+    /// The connection, shared (e.g. with a [`RedisSales`] of the same function).
+    pub fn connection(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
     /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) without loading
     /// the scripts: enough for [`PendingOrders`], which only reads.
-    pub async fn reader_from_env(env: &Env, config: &SdkConfig) -> Result<Self, RedisSetupError> {
-        Ok(Self::new(crate::cloud::redis_from_env(env, config).await?))
+    pub async fn reader_from_env(env: &Env) -> Result<Self, RedisSetupError> {
+        Ok(Self::new(crate::cloud::redis_from_env(env).await?))
     }
 
     /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) and loads the
     /// scripts: a cold start's work.
-    pub async fn from_env(env: &Env, config: &SdkConfig) -> Result<Self, ReservationsError> {
-        let connection = crate::cloud::redis_from_env(env, config).await?;
+    pub async fn from_env(env: &Env) -> Result<Self, ReservationsError> {
+        let connection = crate::cloud::redis_from_env(env).await?;
         let reservations = Self::new(connection);
         reservations
             .sales
             .load_scripts()
             .await
             .map_err(ReservationsError::Scripts)?;
-        reservations
-            .claim
-            .load(&mut reservations.connection.clone())
-            .await
-            .map_err(ReservationsError::Scripts)?;
+        for script in [&reservations.claim, &reservations.cap] {
+            script
+                .load(&mut reservations.connection.clone())
+                .await
+                .map_err(ReservationsError::Scripts)?;
+        }
         Ok(reservations)
     }
 }
@@ -164,6 +172,20 @@ impl Reservations for RedisReservations {
             .get(&keys.stock)
             .await
             .context("failed to read the Redis stock")
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
+        let keys = SaleKeys::new(sale_id);
+        let mut connection = self.connection.clone();
+        self.cap
+            .prepare()
+            .key(&keys.stock)
+            .key(&keys.pending)
+            .arg(dynamo_stock_remaining)
+            .invoke_async(&mut connection)
+            .await
+            .context("the cap script failed")
     }
 }
 

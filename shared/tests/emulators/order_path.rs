@@ -447,6 +447,57 @@ async fn reconciliation_releases_an_orphaned_reservation_once() {
 }
 
 #[tokio::test]
+async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises_one() {
+    // Redis says 8 where DynamoDB has 5: it lost three admissions (a failover).
+    let world = World::new(5, 8).await;
+    world.reserve("young", "bob", 100_000).await;
+    let summary = reconcile::reconcile(
+        &world.store,
+        &world.reservations,
+        Duration::from_secs(60),
+        110_000,
+    )
+    .await
+    .unwrap();
+    let report = &summary.sales[0];
+    assert_eq!(report.redis_stock, Some(7));
+    // At most 5 - 1 pending can still be confirmed.
+    assert_eq!(report.capped, 3);
+    assert_eq!(world.redis_stock().await, 4);
+    assert_eq!(world.pending().await, 1);
+
+    // Within the ceiling, again: nothing changes.
+    let again = reconcile::reconcile(
+        &world.store,
+        &world.reservations,
+        Duration::from_secs(60),
+        110_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.sales[0].capped, 0);
+    assert_eq!(world.redis_stock().await, 4);
+
+    // Redis below DynamoDB (it lost releases): undersold, never raised.
+    let low = World::new(5, 2).await;
+    assert_eq!(low.reservations.cap_stock(&low.sale, 5).await.unwrap(), 0);
+    assert_eq!(low.redis_stock().await, 2);
+    // A ceiling below the pending reservations is 0, not negative.
+    low.reserve("a", "alice", 1).await;
+    low.reserve("b", "bob", 1).await;
+    assert_eq!(low.reservations.cap_stock(&low.sale, 1).await.unwrap(), 0);
+    assert_eq!(low.redis_stock().await, 0);
+    // A sale Redis does not hold is left alone.
+    assert_eq!(
+        low.reservations
+            .cap_stock(SaleId::generate().as_str(), 5)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
 async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_not_released() {
     let world = World::new(5, 5).await;
     // "late" waited in the queue beyond the grace period; "inflight" was claimed by a consumer

@@ -1,10 +1,17 @@
-//! Finding Redis from `REDIS_CACHE_NAME` against moto's ElastiCache control plane: the
-//! replication group's primary endpoint, as `rediss://`. moto has no serverless caches (no
-//! `DescribeServerlessCaches`) and no data plane, so nothing listens at the resolved address.
+//! Reaching the cache: `REDIS_URL` wins; the template's `REDIS_ENDPOINT` is TLS trusting
+//! Amazon's roots only (against a TLS `redis-server` of this test's own, with a certificate
+//! of a test authority); and the failover reconcile's view of the replication group from
+//! moto's ElastiCache control plane. moto has no data plane: nothing listens at the group's
+//! endpoint.
 
-use app::cloud::{self, RedisEndpoint, RedisSetupError};
+use app::cloud::{self, RedisEndpoint};
 use app::config::Env;
+use app::seckill::cache_control::ElastiCacheControl;
+use app::seckill::failover::CacheControl;
 use aws_sdk_elasticache::Client;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 async fn elasticache() -> Client {
     std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL points at moto (`make test`)");
@@ -19,7 +26,7 @@ async fn create_replication_group(client: &Client) -> String {
         .replication_group_id(&id)
         .replication_group_description("flash-sale cache")
         .engine("valkey")
-        .cache_node_type("cache.t4g.small")
+        .cache_node_type("cache.m7g.large")
         .num_cache_clusters(2)
         .automatic_failover_enabled(true)
         .transit_encryption_enabled(true)
@@ -30,75 +37,226 @@ async fn create_replication_group(client: &Client) -> String {
 }
 
 #[tokio::test]
-async fn a_cache_name_resolves_to_its_primary_endpoint_over_tls() {
+async fn the_failover_reconcile_sees_the_group_and_its_primary() {
     let client = elasticache().await;
     let id = create_replication_group(&client).await;
-    let described = client
-        .describe_replication_groups()
-        .replication_group_id(&id)
-        .send()
-        .await
-        .unwrap();
-    let primary = described.replication_groups()[0].node_groups()[0]
-        .primary_endpoint()
-        .unwrap();
+    let control = ElastiCacheControl::new(&cloud::sdk_config().await);
 
-    let env = Env::from_pairs([("REDIS_CACHE_NAME", id.as_str())]);
-    let url = RedisEndpoint::from_env(&env)
-        .unwrap()
-        .resolve(&client)
-        .await
-        .unwrap();
+    let group = control.group(&id).await.unwrap();
 
-    assert_eq!(
-        url,
-        format!(
-            "rediss://{}:{}",
-            primary.address().unwrap(),
-            primary.port().unwrap()
-        )
-    );
-    assert!(url.starts_with(&format!("rediss://master.{id}.")), "{url}");
+    assert_eq!(group.status, "available");
+    let primary = group.primary.expect("a primary endpoint");
+    assert!(primary.starts_with(&format!("master.{id}.")), "{primary}");
+    assert!(primary.ends_with(":6379"), "{primary}");
 }
 
 #[tokio::test]
-async fn an_unknown_cache_name_fails_naming_it() {
-    let client = elasticache().await;
+async fn an_unknown_group_fails_naming_it() {
+    let control = ElastiCacheControl::new(&cloud::sdk_config().await);
     let id = format!("rg-{}", uuid::Uuid::new_v4().simple());
 
-    let err = RedisEndpoint::CacheName(id.clone())
-        .resolve(&client)
-        .await
-        .unwrap_err();
+    let err = control.group(&id).await.unwrap_err();
 
     assert_eq!(
         err.to_string(),
-        format!("failed to describe the ElastiCache replication group {id}")
-    );
-    let RedisSetupError::Describe { source, .. } = err else {
-        panic!("expected a Describe error, got {err:?}");
-    };
-    assert!(
-        source
-            .as_service_error()
-            .is_some_and(|e| e.is_replication_group_not_found_fault()),
-        "{source:?}"
+        format!("failed to describe the replication group {id}")
     );
 }
 
 #[tokio::test]
-async fn redis_url_wins_and_skips_elasticache() {
+async fn redis_url_wins_over_the_cache_endpoint() {
     let url = std::env::var("REDIS_URL").expect("REDIS_URL points at redis-server");
-    // A cache that does not exist: were it looked up, the connection would fail.
+    // An endpoint that resolves nowhere: were it used, the connection would fail.
     let env = Env::from_pairs([
         ("REDIS_URL", url.as_str()),
-        ("REDIS_CACHE_NAME", "rg-does-not-exist"),
+        ("REDIS_ENDPOINT", "cache.local-cloud.invalid:6379"),
     ]);
 
-    let mut redis = cloud::redis_from_env(&env, &cloud::sdk_config().await)
+    let mut redis = cloud::redis_from_env(&env)
         .await
         .expect("connects to REDIS_URL");
 
     let pong: String = redis::cmd("PING").query_async(&mut redis).await.unwrap();
     assert_eq!(pong, "PONG");
+}
+
+/// A test certificate authority and a server certificate it signed for `localhost` and
+/// 127.0.0.1, made with the `openssl` command in a fresh directory.
+struct TestAuthority {
+    dir: PathBuf,
+}
+
+impl TestAuthority {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("redis-tls-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl runs");
+            assert!(status.success(), "openssl {args:?}");
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=follow-seckill test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]);
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for TestAuthority {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A `redis-server` that speaks TLS only, on a free port; killed when dropped.
+struct TlsRedis {
+    port: u16,
+    child: Child,
+}
+
+impl TlsRedis {
+    fn start(authority: &TestAuthority) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let arg = |path: PathBuf| path.to_str().unwrap().to_owned();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--tls-port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .args(["--tls-cert-file", &arg(authority.path("server.pem"))])
+            .args(["--tls-key-file", &arg(authority.path("server.key"))])
+            .args(["--tls-ca-cert-file", &arg(authority.path("ca.pem"))])
+            .args([
+                "--tls-auth-clients",
+                "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (it is installed with the emulators)");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server listens"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { port, child }
+    }
+}
+
+impl Drop for TlsRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pem(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+#[tokio::test]
+async fn the_cache_endpoint_is_tls_and_trusts_amazons_roots_only() {
+    let authority = TestAuthority::new();
+    let server = TlsRedis::start(&authority);
+
+    // The same TLS path with the test authority as its roots: the handshake and the
+    // certificate check work, and commands go through.
+    let mut trusted = cloud::redis_tls("localhost", server.port, &pem(&authority.path("ca.pem")))
+        .await
+        .expect("a certificate of a trusted root is accepted");
+    let pong: String = redis::cmd("PING").query_async(&mut trusted).await.unwrap();
+    assert_eq!(pong, "PONG");
+
+    // The template's endpoint: a certificate that does not chain to Amazon's roots is refused.
+    let env = Env::from_pairs([(
+        "REDIS_ENDPOINT",
+        format!("localhost:{}", server.port).as_str(),
+    )]);
+    let endpoint = RedisEndpoint::from_env(&env).unwrap();
+    assert_eq!(
+        endpoint,
+        RedisEndpoint::Cache {
+            host: "localhost".to_owned(),
+            port: server.port
+        }
+    );
+    let refused = endpoint.connect().await.map(|_| ()).unwrap_err();
+    let chain = format!("{:?}", anyhow::Error::from(refused));
+    assert!(
+        chain.contains("UnknownIssuer") || chain.to_lowercase().contains("certificate"),
+        "{chain}"
+    );
 }

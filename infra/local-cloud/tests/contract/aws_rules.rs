@@ -115,7 +115,7 @@ fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
         }
         let properties = &resource["Properties"];
         let uses_redis = properties["Environment"]["Variables"]
-            .get("REDIS_CACHE_NAME")
+            .get("REDIS_ENDPOINT")
             .is_some();
         let vpc = &properties["VpcConfig"];
         if !uses_redis {
@@ -152,7 +152,7 @@ fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
             "{name}: {subnets:?}"
         );
     }
-    assert_eq!(redis_functions, 7, "the seven Redis functions");
+    assert_eq!(redis_functions, 8, "the eight Redis functions");
 }
 
 /// A resource's attribute as written, e.g. its `DeletionPolicy`.

@@ -6,8 +6,14 @@
 //! that each action listed is one the shared library really makes a call for, so the list
 //! cannot drift into granting what no code does.
 //!
-//! What SAM attaches by itself is not in `Policies` and not checked here: the basic execution
-//! role (logs), `AWSXrayWriteOnlyAccess` for `Tracing: Active`, and
+//! A function with an SQS or DynamoDB stream event has a role of its own (`Role:`), since for
+//! those SAM would attach `AWSLambdaSQSQueueExecutionRole` / `AWSLambdaDynamoDBExecutionRole`,
+//! whose poller actions hold on every queue or stream; its statements are read from that role,
+//! which also grants the logs of the function's own log group, and may hold only the managed
+//! policies of [`role_managed_policies`].
+//!
+//! What SAM attaches by itself to the roles it makes is not in `Policies` and not checked here:
+//! the basic execution role (logs), `AWSXrayWriteOnlyAccess` for `Tracing: Active`, and
 //! `AWSLambdaVPCAccessExecutionRole` for functions with `VpcConfig` (network interfaces, whose
 //! actions only work on `*`).
 
@@ -33,11 +39,13 @@ const STREAM_POLLER: [&str; 4] = [
     "dynamodb:GetShardIterator",
     "dynamodb:ListStreams",
 ];
+/// What Lambda writes a function's logs with, when the function has a role of its own.
+const LOGS: [&str; 2] = ["logs:CreateLogStream", "logs:PutLogEvents"];
 /// A resource and the actions on it.
 type Grant = (&'static str, &'static [&'static str]);
 
-/// Finds the cache's endpoint at cold start (`REDIS_CACHE_NAME`).
-const FIND_CACHE: Grant = (CACHE, &["elasticache:DescribeReplicationGroups"]);
+/// Checks the cache's group after a failover (`CacheFailoverFunction` only).
+const DESCRIBE_CACHE: Grant = (CACHE, &["elasticache:DescribeReplicationGroups"]);
 
 /// Per function: resource (as written: `!GetAtt X.Y` as `X.Y`, `!Sub` as its text) -> actions.
 /// Each line says which calls of the code need it.
@@ -91,6 +99,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "OutboxRelayFunction",
         &[
+            ("OutboxRelayLogGroup.Arn", &LOGS),
             (SOCIAL_STREAM, &STREAM_POLLER),
             ("NotificationQueue.Arn", &["sqs:SendMessage"]),
             ("FollowerCountQueue.Arn", &["sqs:SendMessage"]),
@@ -101,6 +110,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "NotificationConsumerFunction",
         &[
+            ("NotificationConsumerLogGroup.Arn", &LOGS),
             (SOCIAL, &["dynamodb:PutItem", "dynamodb:UpdateItem"]),
             ("NotificationQueue.Arn", &SQS_POLLER),
         ],
@@ -109,6 +119,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "FollowerCountConsumerFunction",
         &[
+            ("FollowerCountConsumerLogGroup.Arn", &LOGS),
             (SOCIAL, &["dynamodb:PutItem", "dynamodb:UpdateItem"]),
             ("FollowerCountQueue.Arn", &SQS_POLLER),
         ],
@@ -131,24 +142,21 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // publish: conditional UpdateItem, GetItem when already published; then Redis.
     (
         "PublishSaleFunction",
-        &[
-            FIND_CACHE,
-            (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
-        ],
+        &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
     ),
     // Redis only.
-    ("GetSaleFunction", &[FIND_CACHE]),
+    ("GetSaleFunction", &[]),
     // EVALSHA in Redis, SendMessage of OrderPlaced.
     (
         "PlaceOrderFunction",
-        &[FIND_CACHE, ("OrderQueue.Arn", &["sqs:SendMessage"])],
+        &[("OrderQueue.Arn", &["sqs:SendMessage"])],
     ),
     // confirm_orders / reject_orders (transactions of Puts and the sale's Update), order and
     // stock_remaining (GetItem), PaymentDue (SendMessage).
     (
         "OrderConsumerFunction",
         &[
-            FIND_CACHE,
+            ("OrderConsumerLogGroup.Arn", &LOGS),
             (
                 COMMERCE,
                 &[
@@ -165,16 +173,13 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "PaymentTimeoutConsumerFunction",
         &[
-            FIND_CACHE,
+            ("PaymentTimeoutConsumerLogGroup.Arn", &LOGS),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
             ("OrderTimeoutQueue.Arn", &SQS_POLLER),
         ],
     ),
     // order (GetItem); a PENDING one from Redis.
-    (
-        "GetOrderFunction",
-        &[FIND_CACHE, (COMMERCE, &["dynamodb:GetItem"])],
-    ),
+    ("GetOrderFunction", &[(COMMERCE, &["dynamodb:GetItem"])]),
     // orders_of: Query of the orders index.
     (
         "ListOrdersFunction",
@@ -185,11 +190,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "PayOrderFunction",
         &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
     ),
-    // published_sales (Scan), order (GetItem).
+    // published_sales (Scan), order and stock_remaining (GetItem).
     (
         "ReconcileFunction",
+        &[(COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"])],
+    ),
+    // the group (DescribeReplicationGroups), then as ReconcileFunction, and the sale's item
+    // to preheat it again (GetItem).
+    (
+        "CacheFailoverFunction",
         &[
-            FIND_CACHE,
+            DESCRIBE_CACHE,
             (COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"]),
         ],
     ),
@@ -273,10 +284,23 @@ fn granted() -> BTreeMap<String, Grants> {
             continue;
         }
         let mut grants = Grants::new();
-        let policies = resource["Properties"]
-            .get("Policies")
-            .map(strings)
-            .unwrap_or_default();
+        let properties = &resource["Properties"];
+        let policies: Vec<&Value> = match properties.get("Role") {
+            Some(role) => {
+                assert!(
+                    properties.get("Policies").is_none(),
+                    "{name}: Policies beside a Role are ignored by SAM"
+                );
+                own_role(&template, name, role)["Properties"]
+                    .get("Policies")
+                    .map(strings)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|policy| &policy["PolicyDocument"])
+                    .collect()
+            }
+            None => properties.get("Policies").map(strings).unwrap_or_default(),
+        };
         for policy in policies {
             let statements = policy.get("Statement").unwrap_or_else(|| {
                 panic!(
@@ -308,6 +332,89 @@ fn granted() -> BTreeMap<String, Grants> {
         functions.insert(name.to_owned(), grants);
     }
     functions
+}
+
+/// The `AWS::IAM::Role` that `role` (`!GetAtt <Role>.Arn`) names.
+fn own_role<'a>(template: &'a Value, function: &str, role: &Value) -> &'a Value {
+    let text = resource_text(role);
+    let id = text.strip_suffix(".Arn").unwrap_or_else(|| {
+        panic!("{function}: Role is {text}, not !GetAtt <a role of the template>.Arn")
+    });
+    let found = &template["Resources"][id];
+    assert_eq!(found["Type"], "AWS::IAM::Role", "{function}: {id}");
+    found
+}
+
+/// The managed policies a function's own role may hold: X-Ray (`Tracing: Active`) and, in a
+/// VPC, the network interfaces; as their ARNs are written in the template.
+fn role_managed_policies(in_vpc: bool) -> BTreeSet<String> {
+    let mut allowed =
+        BTreeSet::from(["arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess".to_owned()]);
+    if in_vpc {
+        allowed.insert(
+            "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
+                .to_owned(),
+        );
+    }
+    allowed
+}
+
+#[test]
+fn every_queue_or_stream_function_has_a_role_of_its_own() {
+    let template = yaml("template.yaml");
+    let mut roles = BTreeMap::new();
+    for (name, resource) in entries(&template, "Resources") {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let properties = &resource["Properties"];
+        let polls = entries(properties, "Events")
+            .iter()
+            .any(|(_, event)| matches!(event["Type"].as_str(), Some("SQS" | "DynamoDB")));
+        let Some(role) = properties.get("Role") else {
+            assert!(
+                !polls,
+                "{name} has an SQS or stream event and SAM's role: its poller policy holds on \"*\""
+            );
+            continue;
+        };
+        let role_id = resource_text(role);
+        if let Some(other) = roles.insert(role_id.clone(), name) {
+            panic!("{name} and {other} share {role_id}");
+        }
+        let role = &own_role(&template, name, role)["Properties"];
+        let trust = &role["AssumeRolePolicyDocument"]["Statement"];
+        assert_eq!(
+            strings(trust).len(),
+            1,
+            "{name}: one trust statement, Lambda's"
+        );
+        assert_eq!(
+            strings(trust)[0]["Principal"]["Service"],
+            "lambda.amazonaws.com",
+            "{name}"
+        );
+        let managed: BTreeSet<String> = role
+            .get("ManagedPolicyArns")
+            .map(strings)
+            .unwrap_or_default()
+            .into_iter()
+            .map(resource_text)
+            .collect();
+        let in_vpc = properties.get("VpcConfig").is_some();
+        assert_eq!(managed, role_managed_policies(in_vpc), "{name}");
+        let log_group = &properties["LoggingConfig"]["LogGroup"];
+        assert_eq!(
+            resource_text(log_group),
+            format!("Ref {}", name.replace("Function", "LogGroup")),
+            "{name}: its logs go to the log group its role may write"
+        );
+    }
+    assert_eq!(
+        roles.len(),
+        5,
+        "the five queue and stream functions: {roles:?}"
+    );
 }
 
 fn is_wildcard_action(action: &str) -> bool {
@@ -400,7 +507,10 @@ fn every_expected_action_is_a_call_the_code_makes_or_a_pollers() {
     for (function, grants) in EXPECTED {
         for (resource, actions) in *grants {
             for action in *actions {
-                if SQS_POLLER.contains(action) || STREAM_POLLER.contains(action) {
+                if SQS_POLLER.contains(action)
+                    || STREAM_POLLER.contains(action)
+                    || LOGS.contains(action)
+                {
                     continue;
                 }
                 let fragments = calls

@@ -17,13 +17,13 @@ const WAIT: Duration = Duration::from_secs(60);
 const STOCK: i64 = 10;
 
 /// A `redis-server` without persistence on a port of its own, killed when dropped.
-struct OwnRedis {
-    port: u16,
+pub(crate) struct OwnRedis {
+    pub(crate) port: u16,
     child: Child,
 }
 
 impl OwnRedis {
-    fn free_port() -> u16 {
+    pub(crate) fn free_port() -> u16 {
         std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free loopback port")
@@ -31,7 +31,7 @@ impl OwnRedis {
     }
 
     /// Starts `redis-server` on `port` and waits until it answers.
-    async fn start(port: u16) -> Self {
+    pub(crate) async fn start(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -54,12 +54,12 @@ impl OwnRedis {
         redis
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
     /// SIGKILL: whatever it held is gone, as after a crash without persistence.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
