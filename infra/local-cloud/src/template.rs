@@ -153,6 +153,7 @@ pub(crate) fn load_str(
     for (id, decl, kind) in &resources {
         if kind == "AWS::Serverless::Function" {
             let function = resolver.function(id, decl, &function_globals, &model, &apis)?;
+            check_visibility(&resolver, &function, &model)?;
             for event in &function.events {
                 if let EventSpec::Http(route) = event {
                     let key = (route.method.clone(), route.path.clone());
@@ -175,6 +176,49 @@ pub(crate) fn load_str(
         }
     }
     Ok(model)
+}
+
+/// Lambda refuses an SQS event source whose queue hides a received message for less than the
+/// function's timeout (`CreateEventSourceMapping`: "Queue visibility timeout: 2 seconds is less
+/// than Function timeout: 10 seconds"), since a batch still running would be handed out again.
+fn check_visibility(
+    resolver: &Resolver<'_>,
+    function: &FunctionSpec,
+    model: &Model,
+) -> anyhow::Result<()> {
+    for event in &function.events {
+        let EventSpec::Sqs(source) = event else {
+            continue;
+        };
+        let Some(queue) = model
+            .queues
+            .iter()
+            .find(|queue| queue.logical_id == source.queue_logical_id)
+        else {
+            continue;
+        };
+        // SQS's default when the template sets none.
+        let visibility: u64 = queue
+            .attributes
+            .get("VisibilityTimeout")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(30);
+        let timeout = function.timeout.as_secs();
+        if visibility < timeout {
+            let at = At::new(format!("resource {}", function.logical_id))
+                .key("Events")
+                .key(&source.event_name);
+            return Err(resolver.fail(
+                &at,
+                Problem::VisibilityBelowTimeout {
+                    queue: queue.logical_id.clone(),
+                    visibility,
+                    timeout,
+                },
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What is wrong at one place of the template; the place is added as context.
@@ -210,6 +254,15 @@ enum Problem {
     UnknownMapping(String),
     #[error("index {index} is out of range for a list of {len} in !Select")]
     SelectOutOfRange { index: usize, len: usize },
+    #[error(
+        "Lambda refuses this event source: {queue}'s visibility timeout, {visibility} seconds, is \
+         less than the function's timeout, {timeout} seconds"
+    )]
+    VisibilityBelowTimeout {
+        queue: String,
+        visibility: u64,
+        timeout: u64,
+    },
     #[error("unterminated ${{ in !Sub")]
     UnterminatedSub,
     #[error("the name of {0} depends on a name that depends on it")]

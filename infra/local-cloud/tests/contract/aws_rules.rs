@@ -2,8 +2,8 @@
 //! break them silently (the local runner would accept what Lambda or SQS refuses):
 //!
 //! - an SQS queue consumed by a function hides a received message for at least six times the
-//!   function's timeout (Lambda refuses less than one timeout; six is AWS's advice, so that a
-//!   batch retried by the poller is not handed out twice);
+//!   function's timeout (Lambda refuses less than one timeout, and so does the local runner;
+//!   six is AWS's advice, so that a batch retried by the poller is not handed out twice);
 //! - an SQS event source takes more than 10 messages per batch only with a batching window;
 //! - `ScalingConfig.MaximumConcurrency` is from 2 to 1,000;
 //! - every function that uses Redis runs in the VPC, in both private subnets, with the
@@ -13,7 +13,7 @@
 //! stack is deleted or they are replaced (a new pool gives every user a new `sub`), the cache
 //! leaves a final snapshot, and its node type defaults to a non-burstable one.
 
-use crate::support::{entries, project_model, yaml};
+use crate::support::{entries, project_model, root, yaml};
 use local_cloud::model::EventSpec;
 use serde_yaml::Value;
 
@@ -43,6 +43,37 @@ fn every_consumed_queue_hides_a_message_for_six_function_timeouts() {
         }
     }
     assert!(checked >= 4, "only {checked} SQS event sources");
+}
+
+#[test]
+fn a_visibility_below_the_consumers_timeout_is_refused_as_lambda_does() {
+    let names = local_cloud::template::LocalNames {
+        stack_name: "contract".to_owned(),
+        region: "us-east-1".to_owned(),
+        account_id: "123456789012".to_owned(),
+        sqs_endpoint: "http://127.0.0.1:1".to_owned(),
+    };
+    let load = |visibility: &str, timeout: &str| {
+        let overrides = [
+            (
+                "QueueVisibilityTimeoutSeconds".to_owned(),
+                visibility.to_owned(),
+            ),
+            ("ConsumerTimeoutSeconds".to_owned(), timeout.to_owned()),
+        ]
+        .into();
+        local_cloud::template::load(&root().join("template.yaml"), &overrides, &names)
+    };
+    let err = load("5", "10").expect_err("Lambda refuses it");
+    let chain = format!("{err:#}");
+    assert!(
+        chain.contains(
+            "visibility timeout, 5 seconds, is less than the function's timeout, 10 seconds"
+        ),
+        "{chain}"
+    );
+    // What the local tests do: both shortened.
+    assert!(load("2", "2").is_ok());
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn consumers_of_hot_items_cap_their_concurrent_batches() {
 
 #[test]
 fn the_reconciliation_grace_follows_the_order_queue_settings() {
-    for visibility in ["60", "7"] {
+    for visibility in ["60", "17"] {
         let model = project_model(&[("QueueVisibilityTimeoutSeconds", visibility)]);
         let env = &function(&model, "ReconcileFunction").environment;
         let queue = model

@@ -329,6 +329,10 @@ async fn a_sale_storm_confirms_exactly_the_stock_with_parallel_order_batches() {
     options
         .parameter_overrides
         .insert("QueueVisibilityTimeoutSeconds".to_owned(), "20".to_owned());
+    // The consumers may take as long as in the cloud (their default 10 s).
+    options
+        .parameter_overrides
+        .insert("ConsumerTimeoutSeconds".to_owned(), "10".to_owned());
     for writer in SALE_WRITERS {
         options.faults.add(&format!("{writer}:proxy")).unwrap();
     }

@@ -21,14 +21,19 @@ fn endpoint(name: &str) -> String {
 }
 
 /// The options for the project template under `stack`: queues that redeliver after 2 s so
-/// that retries and DLQ redrives happen within a test.
+/// that retries and DLQ redrives happen within a test, and consumers that time out by then.
 pub fn options(stack: &str) -> CloudOptions {
     endpoint("AWS_ENDPOINT_URL");
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::current_exe().expect("the test binary has a path");
     CloudOptions {
         template: manifest.join("../../template.yaml"),
-        parameter_overrides: [("QueueVisibilityTimeoutSeconds".to_owned(), "2".to_owned())].into(),
+        // Lambda refuses a visibility below the consumer's timeout: both are shortened.
+        parameter_overrides: [
+            ("QueueVisibilityTimeoutSeconds".to_owned(), "2".to_owned()),
+            ("ConsumerTimeoutSeconds".to_owned(), "2".to_owned()),
+        ]
+        .into(),
         stack_name: stack.to_owned(),
         address: "127.0.0.1:0".parse().unwrap(),
         instances: 2,
