@@ -1,7 +1,7 @@
 //! The asynchronous path's adapters against moto: follower counts and notifications applied
 //! once, and the relay's SQS sink.
 
-use crate::support::{clients, create_table, unique};
+use crate::support::{clients, create_table, template_batch_size, unique};
 use app::consumer::Message;
 use app::dynamo::{get_n, key, n, s};
 use app::ids::UserId;
@@ -201,4 +201,47 @@ async fn the_relay_sink_sends_every_body_in_batches_of_ten() {
     let mut expected = bodies.clone();
     expected.sort();
     assert_eq!(received, expected);
+}
+
+#[tokio::test]
+async fn a_full_batch_of_follows_of_one_user_commits_within_dynamodbs_transaction_limit() {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
+    put_profile(&clients, &table, "star", 0).await;
+    // The template's batch, all for one followee: each notification writes two items and each
+    // count event one marker, beside the one profile or unread-count item, so the commits must
+    // be split for moto (like DynamoDB) to take them.
+    for (function, apply) in [
+        ("NotificationConsumerFunction", "notifications"),
+        ("FollowerCountConsumerFunction", "follower counts"),
+    ] {
+        let size = template_batch_size(function);
+        assert!(size >= 50, "{function}: {size}");
+        let bodies: Vec<String> = (0..size)
+            .map(|i| {
+                event(
+                    "UserFollowed",
+                    &format!("{apply}-{i}"),
+                    &format!("fan{i}"),
+                    "star",
+                )
+            })
+            .collect();
+        let failed = if apply == "notifications" {
+            notifications::handle_batch(&store, batch(&bodies)).await
+        } else {
+            follower_count::handle_batch(&store, batch(&bodies)).await
+        };
+        assert!(failed.is_empty(), "{function}: {failed:?}");
+    }
+    assert_eq!(
+        follower_count_of(&clients, &table, "star").await,
+        template_batch_size("FollowerCountConsumerFunction") as i64
+    );
+    let star = UserId::parse("star").unwrap();
+    assert_eq!(
+        store.unread_count(&star).await.unwrap(),
+        template_batch_size("NotificationConsumerFunction") as u64
+    );
 }

@@ -3,7 +3,7 @@
 //! timeouts that give a unit back to both stores (and to its buyer) once, the reconciliation of orphaned reservations, and an order
 //! read by its owner as PENDING, then as materialized.
 
-use crate::support::{clients, create_social_table, redis, unique};
+use crate::support::{clients, create_social_table, redis, template_batch_size, unique};
 use app::cloud::Clients;
 use app::consumer::Message;
 use app::dynamo::{get_n, get_s, key, n, s};
@@ -258,6 +258,27 @@ async fn a_batch_applied_twice_yields_one_order_and_one_decrement() {
         .unwrap();
     assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].order_id, "o1");
+}
+
+#[tokio::test]
+async fn a_full_batch_of_orders_of_distinct_buyers_commits_within_dynamodbs_transaction_limit() {
+    // The worst case for one commit: every order has a buyer of its own, so each unit writes
+    // an order and a buyer item beside the sale's one stock item.
+    let size = template_batch_size("OrderConsumerFunction");
+    assert!(size >= 50, "{size}");
+    let stock = i64::try_from(size).unwrap();
+    let world = World::new(stock, stock).await;
+    let mut bodies = Vec::new();
+    for i in 0..size {
+        let (order, user) = (format!("o{i}"), format!("buyer{i}"));
+        world.reserve(&order, &user, 0).await;
+        bodies.push(world.placed(&order, &user));
+    }
+    let failed = order_consumer::handle_batch(world.deps(), batch(&bodies)).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(world.dynamo_stock().await, 0);
+    assert_eq!(world.status(&format!("o{}", size - 1)).await, "CONFIRMED");
+    assert_eq!(world.units(&format!("buyer{}", size - 1)).await, 1);
 }
 
 #[tokio::test]

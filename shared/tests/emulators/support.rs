@@ -111,3 +111,25 @@ pub async fn create_social_table(clients: &Clients) -> String {
     request.send().await.expect("create the social test table");
     name
 }
+
+/// `BatchSize` of `function`'s event in `template.yaml`, read from the text (the library has no
+/// YAML parser): the batch a consumer must commit whole within DynamoDB's 100 actions per
+/// transaction, which moto enforces as DynamoDB does.
+pub fn template_batch_size(function: &str) -> usize {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../template.yaml");
+    let template = std::fs::read_to_string(&path).expect("template.yaml");
+    let start = template
+        .find(&format!("\n  {function}:\n"))
+        .unwrap_or_else(|| panic!("{function} is in template.yaml"));
+    let rest = &template[start..];
+    let line = rest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("BatchSize:"))
+        .unwrap_or_else(|| panic!("{function} has a BatchSize"));
+    line.split('#')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .expect("a number")
+}

@@ -9,6 +9,11 @@
 //! - every function that uses Redis runs in the VPC, in both private subnets, with the
 //!   security group that alone may reach the cache.
 //!
+//! That each consumer commits a whole batch of the template's `BatchSize` within DynamoDB's 100
+//! actions per transaction depends on the code's chunking as much as on the template, so it is
+//! tested where both meet: `shared/tests/emulators` (`a_full_batch_of_*`) sends such a batch
+//! against moto, which refuses a larger transaction as DynamoDB does.
+//!
 //! And what a first deploy must not lose: the tables and the user pool are retained when the
 //! stack is deleted or they are replaced (a new pool gives every user a new `sub`), the cache
 //! leaves a final snapshot, and its node type defaults to a non-burstable one.
