@@ -86,6 +86,18 @@ impl World {
         }
     }
 
+    /// The reconciliation at `now_ms`, with a grace period of 60 s.
+    async fn reconcile_at(&self, now_ms: i64) -> reconcile::Summary {
+        reconcile::reconcile(
+            &self.store,
+            &self.reservations,
+            Duration::from_secs(60),
+            now_ms,
+        )
+        .await
+        .unwrap()
+    }
+
     fn deps(&self) -> OrderDeps<'_> {
         OrderDeps {
             store: &self.store,
@@ -422,14 +434,7 @@ async fn reconciliation_releases_an_orphaned_reservation_once() {
     let world = World::new(5, 5).await;
     world.reserve("orphan", "alice", 1_000).await;
     world.reserve("young", "bob", 100_000).await;
-    let summary = reconcile::reconcile(
-        &world.store,
-        &world.reservations,
-        Duration::from_secs(60),
-        110_000,
-    )
-    .await
-    .unwrap();
+    let summary = world.reconcile_at(110_000).await;
     assert_eq!(summary.released, 1);
     let report = &summary.sales[0];
     assert_eq!(report.sale_id, world.sale);
@@ -439,14 +444,7 @@ async fn reconciliation_releases_an_orphaned_reservation_once() {
     assert_eq!(world.redis_stock().await, 4);
     assert_eq!(world.pending().await, 1);
 
-    let again = reconcile::reconcile(
-        &world.store,
-        &world.reservations,
-        Duration::from_secs(60),
-        110_000,
-    )
-    .await
-    .unwrap();
+    let again = world.reconcile_at(110_000).await;
     assert_eq!(again.released, 0);
     assert_eq!(world.redis_stock().await, 4);
     let stock: i64 = get_n(
@@ -472,14 +470,7 @@ async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises
     // Redis says 8 where DynamoDB has 5: it lost three admissions (a failover).
     let world = World::new(5, 8).await;
     world.reserve("young", "bob", 100_000).await;
-    let summary = reconcile::reconcile(
-        &world.store,
-        &world.reservations,
-        Duration::from_secs(60),
-        110_000,
-    )
-    .await
-    .unwrap();
+    let summary = world.reconcile_at(110_000).await;
     let report = &summary.sales[0];
     assert_eq!(report.redis_stock, Some(7));
     // At most 5 - 1 pending can still be confirmed.
@@ -488,14 +479,7 @@ async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises
     assert_eq!(world.pending().await, 1);
 
     // Within the ceiling, again: nothing changes.
-    let again = reconcile::reconcile(
-        &world.store,
-        &world.reservations,
-        Duration::from_secs(60),
-        110_000,
-    )
-    .await
-    .unwrap();
+    let again = world.reconcile_at(110_000).await;
     assert_eq!(again.sales[0].capped, 0);
     assert_eq!(world.redis_stock().await, 4);
 
@@ -532,14 +516,7 @@ async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_no
         .await
         .unwrap();
     assert!(released.is_empty());
-    let summary = reconcile::reconcile(
-        &world.store,
-        &world.reservations,
-        Duration::from_secs(60),
-        110_000,
-    )
-    .await
-    .unwrap();
+    let summary = world.reconcile_at(110_000).await;
     assert_eq!(summary.released, 1);
     assert_eq!(world.released().await, ["late"]);
     assert_eq!(world.redis_stock().await, 3);

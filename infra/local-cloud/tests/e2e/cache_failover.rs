@@ -9,9 +9,9 @@
 //! The cloud runs against a `redis-server` of this test's own, so that killing it disturbs no
 //! other test.
 
-use crate::redis_loss::OwnRedis;
+use crate::redis_loss::{OwnRedis, redis_stock_is};
 use crate::seckill::{WAIT, buyers, crowd, dynamodb_stock, open_sale, settled};
-use crate::support::{Api, eventually, options, report, sdk, start, unique_stack};
+use crate::support::{Api, report, sdk, start};
 use bytes::Bytes;
 use local_cloud::cloud::LocalCloud;
 use serde_json::{Value, json};
@@ -92,28 +92,12 @@ async fn failover(cloud: &LocalCloud, message: &str) -> Value {
     }
 }
 
-/// Waits until the detail page shows `expected` units: an instance whose connection broke
-/// with the old Redis answers 503 once, then reconnects.
-async fn detail_stock_is(cloud: &LocalCloud, sale: &str, expected: i64) {
-    let reader = Api::new(cloud, None);
-    eventually(WAIT, "the detail page shows the stock", || async {
-        let (status, body) = reader
-            .call("GET", &format!("/seckill/activities/{sale}"), None)
-            .await;
-        (status == 200 && body["stockRemaining"] == expected).then_some(())
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn a_failover_event_restores_an_emptied_cache_and_caps_a_stale_stock() {
     replication_group().await;
     let port = OwnRedis::free_port();
     let mut redis = OwnRedis::start(port).await;
-    let mut options = options(&unique_stack());
-    options
-        .function_env
-        .insert("REDIS_URL".to_owned(), redis.url());
+    let mut options = redis.cloud_options();
     // The scheduled reconciliation caps a stale stock too: off, so that what is seen here is
     // the failover function's doing.
     options
@@ -183,7 +167,7 @@ async fn a_failover_event_restores_an_emptied_cache_and_caps_a_stale_stock() {
             .unwrap_or_else(|| panic!("the sale is reconciled: {recovered}"))
     };
     assert_eq!(report_of(&recovered)["redisStock"], STOCK - 4);
-    detail_stock_is(&cloud, &sale, STOCK - 4).await;
+    redis_stock_is(&cloud, &sale, STOCK - 4).await;
     held.push(format!(
         "Redis restarted empty; the failover event preheated {} again with {} units",
         sale,
@@ -202,11 +186,11 @@ async fn a_failover_event_restores_an_emptied_cache_and_caps_a_stale_stock() {
         .query_async(&mut connection)
         .await
         .unwrap();
-    detail_stock_is(&cloud, &sale, STOCK - 1).await;
+    redis_stock_is(&cloud, &sale, STOCK - 1).await;
     let recovered = failover(&cloud, "ElastiCache:FailoverComplete : rediscache-0001-001").await;
     assert_eq!(recovered["preheated"], json!([]), "{recovered}");
     assert_eq!(report_of(&recovered)["capped"], 3, "{recovered}");
-    detail_stock_is(&cloud, &sale, STOCK - 4).await;
+    redis_stock_is(&cloud, &sale, STOCK - 4).await;
     held.push("a stock 3 units too high (lost admissions) was capped back".to_owned());
 
     // The sale goes on and sells out exactly: every admitted order is confirmed.

@@ -54,6 +54,15 @@ impl OwnRedis {
         redis
     }
 
+    /// The project's cloud on a stack of its own, its functions pointed at this Redis.
+    pub(crate) fn cloud_options(&self) -> local_cloud::cloud::CloudOptions {
+        let mut options = options(&unique_stack());
+        options
+            .function_env
+            .insert("REDIS_URL".to_owned(), self.url());
+        options
+    }
+
     pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
@@ -121,8 +130,9 @@ async fn order_without_500(cloud: &LocalCloud, sale: &str, buyer: &str) -> u16 {
     status
 }
 
-/// Waits until Redis's stock (the detail page's) is `expected`: released units are back.
-async fn redis_stock_is(cloud: &LocalCloud, sale: &str, expected: i64) {
+/// Waits until Redis's stock (the detail page's) is `expected`: released units are back, or
+/// an instance whose connection broke with the old Redis has reconnected (it answers 503 once).
+pub(crate) async fn redis_stock_is(cloud: &LocalCloud, sale: &str, expected: i64) {
     let reader = Api::new(cloud, None);
     eventually(WAIT, "Redis's stock is back", || async {
         let (status, body) = reader
@@ -183,11 +193,7 @@ async fn materialized_once(cloud: &LocalCloud, accepted: &[(String, String)]) {
 async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     let port = OwnRedis::free_port();
     let mut redis = OwnRedis::start(port).await;
-    let mut options = options(&unique_stack());
-    options
-        .function_env
-        .insert("REDIS_URL".to_owned(), redis.url());
-    let cloud = start(options).await;
+    let cloud = start(redis.cloud_options()).await;
     let sale = open_sale(&cloud, STOCK as u32, 1).await;
     let mut accepted = Vec::new();
     let mut held = Vec::new();
