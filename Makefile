@@ -77,9 +77,10 @@ build: ## debug build of every function
 release: ## release build of every function (host architecture)
 	cargo build --workspace --release
 
-sam-build: ## sam build for Lambda (arm64; needs cargo-lambda and the aarch64 target)
-	infra/python/ensure-venv.sh lint
-	SAM_CLI_TELEMETRY=0 .local/venv/lint/bin/sam build
+ARCH ?= arm64
+
+sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
+	@infra/sam-build.sh $(ARCH)
 
 clean-local: ## stop the emulators and delete project-local state (.local)
 	-LOCAL_STATE=.local/dev infra/emulators/stop.sh
