@@ -104,7 +104,7 @@ elif [[ $mode == sam-build ]]; then
     for binary in bench aws-stub hello-runtime hello-http; do
         ln -s "$root/target/lambda/$binary/bootstrap" "$dir/$binary"
     done
-    # LogicalId and Binary of every function, from the built template's Metadata.
+    # Each function's bootstrap under its Binary name (infra/sam-functions.sh reads template.yaml).
     while read -r logical_id binary; do
         ln -s "$root/.aws-sam/build/$logical_id/bootstrap" "$dir/$binary"
     done < <(infra/sam-functions.sh)
