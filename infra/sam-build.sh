@@ -51,6 +51,7 @@ started=$SECONDS
 # only one of them work at a time, however many SAM starts; a fat-LTO link keeps one core busy.
 # One cargo invocation for every function first links them two at a time on two cores; the
 # per-function builds of `sam build` then find them fresh (same profile, target and features).
+# Cold, on 2 cores: 10 min 52 s this way, 14 min 55 s with `sam build` alone.
 packages=()
 while read -r _ binary; do
     packages+=(-p "$binary")
