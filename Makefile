@@ -8,7 +8,7 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
-        emulators emulators-stop build release sam-build clean-local dlq-replay load bench \
+        emulators emulators-stop build release sam-build sam-check clean-local dlq-replay load bench \
         schemathesis
 
 help: ## list the targets
@@ -21,14 +21,16 @@ token: ## print a local bearer token: make token SUB=alice [GROUPS=admin]
 	@test -n "$(SUB)" || { echo "usage: make token SUB=<user id> [GROUPS=admin]" >&2; exit 2; }
 	@cargo run -q -p local-cloud -- token --sub "$(SUB)" --groups "$(GROUPS)"
 
-test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, template lint
+test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, template lint, sam build + check
 	@infra/steps.sh \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
 	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace && infra/reliability-report.sh .local/test" \
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
-	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh"
+	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
+	  "sam build for x86_64 Lambda (release profile)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
+	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check"
 
 fmt: ## format the code
 	cargo fmt --all
@@ -77,9 +79,13 @@ build: ## debug build of every function
 release: ## release build of every function (host architecture)
 	cargo build --workspace --release
 
-sam-build: ## sam build for Lambda (arm64; needs cargo-lambda and the aarch64 target)
-	infra/python/ensure-venv.sh lint
-	SAM_CLI_TELEMETRY=0 .local/venv/lint/bin/sam build
+ARCH ?= arm64
+
+sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
+	@infra/sam-build.sh $(ARCH)
+
+sam-check: ## check sam build's bootstraps: ELF for ARCH, under 8 MiB, each answers once locally
+	@infra/sam-check.sh
 
 clean-local: ## stop the emulators and delete project-local state (.local)
 	-LOCAL_STATE=.local/dev infra/emulators/stop.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark harness's entry point. Sections (more will join: decoupling, storm, hot keys):
 #
-#   loadtest/bench.sh functions [--smoke | --no-build] [bench options]
+#   loadtest/bench.sh functions [--smoke | --no-build | --sam-build] [bench options]
 #
 # `functions`: DESIGN §6 "cold start" and "per-request overhead" for every function, by
 # `loadtest/bench` against `aws-stub` (instant canned DynamoDB and SQS answers) and a real
@@ -12,6 +12,9 @@
 #
 # --no-build: measure the release binaries already in target/release (a release build of
 # every function takes ~30 min on 2 cores); the report's command line says so.
+# --sam-build: measure the bootstraps that `make sam-build` left in .aws-sam/build (this machine's
+# architecture), i.e. what is deployed; the baselines and the harness are built the same way
+# (`cargo lambda build --release`) and everything is linked into target/sam-build/.
 # --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; ~25 s)
 # written to .local/bench-fn/smoke/, for `make test`: it proves the harness still runs and
 # that every function still takes its happy path against the stub; its figures mean nothing.
@@ -26,7 +29,7 @@ export LOCAL_STATE=.local/bench-fn
 stub_port=${BENCH_STUB_PORT:-3920}
 
 usage() {
-    echo "usage: loadtest/bench.sh functions [--smoke | --no-build] [bench options]" >&2
+    echo "usage: loadtest/bench.sh functions [--smoke | --no-build | --sam-build] [bench options]" >&2
     exit 2
 }
 
@@ -73,6 +76,10 @@ case ${1:-} in
     mode=no-build
     shift
     ;;
+--sam-build)
+    mode=sam-build
+    shift
+    ;;
 esac
 
 export MOTO_PORT=${BENCH_MOTO_PORT:-3928} REDIS_PORT=${BENCH_REDIS_PORT:-3929}
@@ -85,6 +92,27 @@ if [[ $mode == smoke ]]; then
         --duration 5 --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
         --fail-off-happy-path "$@"
     echo "bench smoke: ok ($work/functions.md)"
+elif [[ $mode == sam-build ]]; then
+    [[ -f .aws-sam/build/template.yaml ]] || { echo "nothing in .aws-sam/build: run make sam-build first" >&2; exit 1; }
+    bash infra/python/ensure-venv.sh sam
+    # The same cargo-lambda, profile and flags as the functions' own build.
+    PATH="$root/.local/venv/sam/bin:$PATH" cargo lambda build --release -p bench -p aws-stub \
+        -p local-cloud-fixtures --bin bench --bin aws-stub --bin hello-runtime --bin hello-http
+    dir=target/sam-build
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    for binary in bench aws-stub hello-runtime hello-http; do
+        ln -s "$root/target/lambda/$binary/bootstrap" "$dir/$binary"
+    done
+    # Each function's bootstrap under its Binary name (infra/sam-functions.sh reads template.yaml).
+    while read -r logical_id binary; do
+        ln -s "$root/.aws-sam/build/$logical_id/bootstrap" "$dir/$binary"
+    done < <(infra/sam-functions.sh)
+    notes=()
+    [[ -f loadtest/bench/analysis.md ]] && notes=(--notes loadtest/bench/analysis.md)
+    command="loadtest/bench.sh functions --sam-build${*:+ $*}"
+    infra/run-with-emulators.sh "$0" --with-emulators sam-build .local/bench-fn "${notes[@]}" \
+        --command "$command" "$@"
 else
     if [[ $mode == full ]]; then
         echo "building release binaries (cargo build --release --workspace --bins) ..."

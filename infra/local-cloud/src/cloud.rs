@@ -240,6 +240,14 @@ impl LocalCloud {
         })
     }
 
+    /// How many invocations `function` (its logical id) has answered so far, whatever invoked
+    /// it; `None` for a function the cloud does not run.
+    pub fn invocations(&self, function: &str) -> Option<u64> {
+        self.runtime
+            .function(function)
+            .map(|handle| handle.invocations())
+    }
+
     /// Invokes `function` (its logical id) once with `payload`, as `aws lambda invoke` would,
     /// beside its event sources: e.g. a scheduled function run at a moment a test chooses.
     pub async fn invoke(

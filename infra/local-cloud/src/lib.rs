@@ -16,7 +16,9 @@
 //! - `loopback`: the plain HTTP server of the runner's own endpoints (Runtime API, proxies).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
+//! - [`check`]: `local-cloud check`, every function answering one invocation (`make sam-check`).
 
+pub mod check;
 pub mod cloud;
 pub mod faults;
 pub mod gateway;

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use local_cloud::cloud::{self, CloudOptions, LocalCloud};
 use local_cloud::faults::FaultPlan;
-use local_cloud::{jwt, replay};
+use local_cloud::{check, jwt, replay};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -69,6 +69,16 @@ enum Command {
         /// The queue's logical id in the template, e.g. NotificationQueue.
         #[arg(long)]
         queue: String,
+    },
+    /// Start every function from --binaries-dir and have each answer one invocation: a
+    /// request through the local API for a function with a route, the smallest event of its
+    /// source for the others. Exits non-zero unless every function answered.
+    Check {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Where the function binaries are, one file per `Binary` name.
+        #[arg(long)]
+        binaries_dir: PathBuf,
     },
     /// Print a token that the local HTTP API accepts.
     Token {
@@ -205,6 +215,53 @@ async fn main() -> anyhow::Result<()> {
             })
             .await?;
             println!("moved {moved} messages from {} to {}", dlq.name, queue.name);
+            Ok(())
+        }
+        Command::Check {
+            stack,
+            binaries_dir,
+        } => {
+            let mut options = stack.options("127.0.0.1:0".parse()?, 1, binaries_dir, false);
+            // Nothing but the check invokes them: no event source runs.
+            let (model, _) = cloud::load_model(&options)?;
+            options.disabled_sources = model.functions.into_iter().map(|f| f.name).collect();
+            let token = jwt::local_token(
+                &options.jwt_secret,
+                "sam-check",
+                &["admin".to_owned()],
+                Duration::from_secs(600),
+            );
+            let cloud = LocalCloud::start(options).await?;
+            println!(
+                "{} functions started on http://{}",
+                cloud.model.functions.len(),
+                cloud.address
+            );
+            let outcomes = check::every_function(&cloud, &token).await;
+            cloud.stop().await;
+            let mut failed = 0;
+            for outcome in &outcomes {
+                let (mark, summary) = match &outcome.result {
+                    Ok(summary) => ("ok  ", summary.clone()),
+                    Err(why) => {
+                        failed += 1;
+                        ("FAIL", why.clone())
+                    }
+                };
+                println!(
+                    "{mark} {} ({}): {} -> {summary} in {} ms",
+                    outcome.logical_id,
+                    outcome.binary,
+                    outcome.sent,
+                    outcome.elapsed.as_millis()
+                );
+            }
+            anyhow::ensure!(
+                failed == 0,
+                "{failed} of {} functions did not answer",
+                outcomes.len()
+            );
+            println!("every one of the {} functions answered", outcomes.len());
             Ok(())
         }
         Command::Up {
