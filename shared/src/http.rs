@@ -205,17 +205,40 @@ pub fn parse_body<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError>
         .map_err(|err| ApiError::bad_request(format!("invalid request body: {err}")))
 }
 
-/// Runs an HTTP function: every `Err` becomes its error response, so the runtime never sees
-/// a handler failure and a client never sees a bare runtime error.
+/// The largest request body any route takes. The biggest real one, a sale's definition or
+/// 100 notification ids, is under 4 KiB; API Gateway and Lambda would pass up to 6 MB.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// A 413 for a body over [`MAX_BODY_BYTES`], whatever the route: refused before anything
+/// reads it.
+pub fn refuse_large_body(request: &Request) -> Result<(), ApiError> {
+    let size = request.body().as_ref().len();
+    if size > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the request body is {size} bytes; at most {MAX_BODY_BYTES} are accepted"),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs an HTTP function: a body over [`MAX_BODY_BYTES`] is refused first, and every `Err`
+/// becomes its error response, so the runtime never sees a handler failure and a client never
+/// sees a bare runtime error.
 pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Result<Response<Body>, ApiError>> + Send,
 {
-    lambda_http::run(service_fn(move |request| {
-        let answer = handler(request);
+    lambda_http::run(service_fn(move |request: Request| {
+        let answer = refuse_large_body(&request).map(|()| handler(request));
         async move {
-            Ok::<_, Infallible>(match answer.await {
+            let answer = match answer {
+                Ok(answer) => answer.await,
+                Err(err) => Err(err),
+            };
+            Ok::<_, Infallible>(match answer {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             })
@@ -231,6 +254,24 @@ mod tests {
 
     fn body_json(response: &Response<Body>) -> Value {
         serde_json::from_slice(response.body().as_ref()).unwrap()
+    }
+
+    #[test]
+    fn a_body_over_16_kib_is_413_and_one_at_the_limit_passes() {
+        let request = |size: usize| {
+            let mut request = Request::new(Body::Text("x".repeat(size)));
+            *request.method_mut() = lambda_http::http::Method::PUT;
+            request
+        };
+        assert!(refuse_large_body(&request(MAX_BODY_BYTES)).is_ok());
+        assert!(refuse_large_body(&Request::default()).is_ok());
+        let err = refuse_large_body(&request(MAX_BODY_BYTES + 1)).unwrap_err();
+        assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(err.code(), "PAYLOAD_TOO_LARGE");
+        assert_eq!(
+            err.message(),
+            "the request body is 16385 bytes; at most 16384 are accepted"
+        );
     }
 
     #[test]

@@ -157,17 +157,12 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
         assert_error(&answer, 400, "BAD_REQUEST", names, body);
     }
 
-    // A large body within the API's 10 MB is read and refused by the rule it breaks; one over
-    // 10 MB is refused by the gateway before any function sees it.
+    // A large body within the API's 10 MB is refused by the function for its size (16 KiB at
+    // most), before it is read; one over 10 MB is refused by the gateway before any function
+    // sees it.
     let large = json!({"displayName": "x".repeat(1 << 20)}).to_string();
     let answer = raw.send("PUT", "/users/me", Some(&alice), large).await;
-    assert_error(
-        &answer,
-        400,
-        "BAD_REQUEST",
-        "displayName must be 1 to 50",
-        "1 MB",
-    );
+    assert_error(&answer, 413, "PAYLOAD_TOO_LARGE", "at most 16384", "1 MB");
     let huge = format!(
         r#"{{"displayName": "{}"}}"#,
         "x".repeat(10 * 1024 * 1024 + 1)
@@ -695,6 +690,52 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
     assert_eq!(
         (status, &answer),
         (200, &json!({"marked": 1, "unreadCount": 0}))
+    );
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
+    let cloud = start(options(&unique_stack())).await;
+    let raw = Raw::new(&cloud);
+    let user = bearer(&user_token("bulky", &[]));
+    let admin = bearer(&user_token("ops", &["admin"]));
+    // Well-formed JSON, padded past the limit: refused for its size, not its content.
+    let big = json!({"displayName": "Ann", "padding": "x".repeat(20 * 1024)}).to_string();
+    for (method, path, token) in [
+        ("PUT", "/users/me", &user),
+        ("POST", "/notifications/read", &user),
+        ("POST", "/seckill/activities", &admin),
+        (
+            "POST",
+            "/seckill/activities/0190a1b2-c3d4-7e5f-8a9b-000000000001/orders",
+            &user,
+        ),
+        ("GET", "/users/bulky", &user),
+    ] {
+        let answer = raw.send(method, path, Some(token), &big).await;
+        assert_error(
+            &answer,
+            413,
+            "PAYLOAD_TOO_LARGE",
+            "at most 16384",
+            &format!("{method} {path}"),
+        );
+    }
+    // At the limit it is read, and refused for what it says (an unknown field).
+    let empty = json!({"displayName": "Ann", "padding": ""})
+        .to_string()
+        .len();
+    let at_limit =
+        json!({"displayName": "Ann", "padding": "x".repeat(16 * 1024 - empty)}).to_string();
+    assert_eq!(at_limit.len(), 16 * 1024);
+    let answer = raw.send("PUT", "/users/me", Some(&user), &at_limit).await;
+    assert_error(
+        &answer,
+        400,
+        "BAD_REQUEST",
+        "padding",
+        "a body at the limit",
     );
     cloud.stop().await;
 }
