@@ -292,10 +292,11 @@ impl NotificationStore for DynamoDerivedStore {
     async fn unread_ids(
         &self,
         recipient: &UserId,
+        limit: usize,
     ) -> Result<Vec<NotificationId>, NotificationStoreError> {
         let mut ids = Vec::new();
         let mut start = None;
-        loop {
+        for _ in 0..MAX_UNREAD_PAGES {
             let output = self
                 .client
                 .query()
@@ -303,6 +304,7 @@ impl NotificationStore for DynamoDerivedStore {
                 .key_condition_expression("pk = :pk")
                 .filter_expression("#read = :false")
                 .projection_expression("notificationId")
+                .limit(UNREAD_PAGE_ITEMS)
                 .expression_attribute_names("#read", "read")
                 .expression_attribute_values(":pk", s(notifications_pk(recipient)))
                 .expression_attribute_values(":false", AttributeValue::Bool(false))
@@ -314,14 +316,24 @@ impl NotificationStore for DynamoDerivedStore {
             for item in output.items() {
                 let id = get_s(item, "notificationId").map_err(anyhow::Error::from)?;
                 ids.push(NotificationId::parse(id).context("stored notificationId is malformed")?);
+                if ids.len() == limit {
+                    return Ok(ids);
+                }
             }
             start = output.last_evaluated_key;
             if start.is_none() {
-                return Ok(ids);
+                break;
             }
         }
+        Ok(ids)
     }
 }
+
+/// How many pages of [`UNREAD_PAGE_ITEMS`] notifications (read or not: the filter comes after
+/// the read) one `unread_ids` reads at most: a user with many read notifications costs a
+/// bounded read per call, not one of their whole history.
+const MAX_UNREAD_PAGES: usize = 4;
+const UNREAD_PAGE_ITEMS: i32 = 250;
 
 /// A consumer's queue, sent to with `SendMessageBatch` (10 messages a call).
 #[derive(Clone, Debug)]

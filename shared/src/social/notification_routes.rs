@@ -53,7 +53,9 @@ struct MarkBody {
     all: Option<bool>,
 }
 
-/// `POST /notifications/read` with `{"ids": [...]}` or `{"all": true}`.
+/// `POST /notifications/read` with `{"ids": [...]}` or `{"all": true}`. `all` marks at most
+/// [`MAX_IDS`] per call, the oldest first: the answer's `unreadCount` says what is left, and
+/// the client sends it again until that is 0. One call is at most two transactions.
 #[tracing::instrument(skip_all)]
 pub async fn mark_notifications_read(
     store: &dyn NotificationStore,
@@ -79,7 +81,7 @@ pub async fn mark_notifications_read(
             ids: None,
             all: Some(true),
         } => store
-            .unread_ids(&caller.user_id)
+            .unread_ids(&caller.user_id, MAX_IDS)
             .await
             .map_err(store_error)?,
         _ => {
@@ -210,6 +212,28 @@ mod tests {
 
         let (_, answer) = mark(&store, "bob", r#"{"all": true}"#).await;
         assert_eq!(answer, serde_json::json!({"marked": 2, "unreadCount": 0}));
+    }
+
+    #[tokio::test]
+    async fn all_marks_at_most_a_hundred_per_call_and_says_what_is_left() {
+        let store = MemoryNotifications::default();
+        let messages = (0..150)
+            .map(|i| Message {
+                id: format!("m{i}"),
+                body: follow(&format!("e{i}"), &format!("fan{i}"), "star"),
+            })
+            .collect();
+        assert!(handle_batch(&store, messages).await.is_empty());
+
+        let (_, answer) = mark(&store, "star", r#"{"all": true}"#).await;
+        assert_eq!(
+            answer,
+            serde_json::json!({"marked": 100, "unreadCount": 50})
+        );
+        let (_, answer) = mark(&store, "star", r#"{"all": true}"#).await;
+        assert_eq!(answer, serde_json::json!({"marked": 50, "unreadCount": 0}));
+        let (_, answer) = mark(&store, "star", r#"{"all": true}"#).await;
+        assert_eq!(answer, serde_json::json!({"marked": 0, "unreadCount": 0}));
     }
 
     #[tokio::test]

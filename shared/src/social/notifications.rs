@@ -120,10 +120,13 @@ pub trait NotificationStore: Send + Sync {
 
     async fn unread_count(&self, recipient: &UserId) -> Result<u64, NotificationStoreError>;
 
-    /// The ids of all the recipient's unread notifications.
+    /// Up to `limit` ids of the recipient's unread notifications, oldest first, reading a
+    /// bounded number of pages: fewer (even none) when read ones fill those pages; a caller
+    /// learns what is left from [`Self::unread_count`].
     async fn unread_ids(
         &self,
         recipient: &UserId,
+        limit: usize,
     ) -> Result<Vec<NotificationId>, NotificationStoreError>;
 }
 
@@ -352,6 +355,7 @@ pub(crate) mod tests {
         async fn unread_ids(
             &self,
             recipient: &UserId,
+            limit: usize,
         ) -> Result<Vec<NotificationId>, NotificationStoreError> {
             Ok(self
                 .items
@@ -360,6 +364,7 @@ pub(crate) mod tests {
                 .iter()
                 .filter(|((owner, _), n)| owner == recipient.as_str() && !n.read)
                 .map(|(_, n)| n.notification_id.clone())
+                .take(limit)
                 .collect())
         }
     }

@@ -168,7 +168,7 @@ async fn follow_unfollow_refollow_yields_one_notification_and_marking_read_count
     let outcome = notifications::mark_read(&store, &eve, vec![id.clone()]).await;
     assert_eq!((outcome.applied.len(), outcome.failed.len()), (0, 0));
     assert_eq!(store.unread_count(&bob).await.unwrap(), 1);
-    let rest = store.unread_ids(&bob).await.unwrap();
+    let rest = store.unread_ids(&bob, 100).await.unwrap();
     let outcome = notifications::mark_read(&store, &bob, rest).await;
     assert_eq!(outcome.applied.len(), 1);
     assert_eq!(store.unread_count(&bob).await.unwrap(), 0);
@@ -243,5 +243,11 @@ async fn a_full_batch_of_follows_of_one_user_commits_within_dynamodbs_transactio
     assert_eq!(
         store.unread_count(&star).await.unwrap(),
         template_batch_size("NotificationConsumerFunction") as u64
+    );
+    // `{"all": true}` reads at most what it may mark.
+    assert_eq!(store.unread_ids(&star, 30).await.unwrap().len(), 30);
+    assert_eq!(
+        store.unread_ids(&star, 1_000).await.unwrap().len(),
+        template_batch_size("NotificationConsumerFunction")
     );
 }
