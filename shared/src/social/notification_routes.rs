@@ -146,16 +146,21 @@ mod tests {
         answer(mark_notifications_read(store, request).await).await
     }
 
-    async fn seeded() -> MemoryNotifications {
+    /// `n` fans' follows of `user`, notified.
+    async fn followed(user: &str, n: usize) -> MemoryNotifications {
         let store = MemoryNotifications::default();
-        let messages = (0..3)
+        let messages = (0..n)
             .map(|i| Message {
                 id: format!("m{i}"),
-                body: follow(&format!("e{i}"), &format!("fan{i}"), "bob"),
+                body: follow(&format!("e{i}"), &format!("fan{i}"), user),
             })
             .collect();
         assert!(handle_batch(&store, messages).await.is_empty());
         store
+    }
+
+    async fn seeded() -> MemoryNotifications {
+        followed("bob", 3).await
     }
 
     #[tokio::test]
@@ -216,14 +221,7 @@ mod tests {
 
     #[tokio::test]
     async fn all_marks_at_most_a_hundred_per_call_and_says_what_is_left() {
-        let store = MemoryNotifications::default();
-        let messages = (0..150)
-            .map(|i| Message {
-                id: format!("m{i}"),
-                body: follow(&format!("e{i}"), &format!("fan{i}"), "star"),
-            })
-            .collect();
-        assert!(handle_batch(&store, messages).await.is_empty());
+        let store = followed("star", 150).await;
 
         let (_, answer) = mark(&store, "star", r#"{"all": true}"#).await;
         assert_eq!(
