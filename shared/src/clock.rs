@@ -23,6 +23,13 @@ pub fn now_rfc3339() -> String {
     format(OffsetDateTime::now_utc())
 }
 
+/// Now, in milliseconds since the Unix epoch (the reservations' `reservedAtMs`).
+pub fn now_epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Any RFC 3339 time (e.g. an event's `occurredAt`) in the tables' format.
 pub fn normalize(rfc3339: &str) -> Option<String> {
     OffsetDateTime::parse(rfc3339, &Rfc3339).ok().map(format)

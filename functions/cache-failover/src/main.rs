@@ -14,7 +14,6 @@ use app::telemetry::fail_cold_start;
 use app::{cloud, telemetry};
 use aws_lambda_events::sns::SnsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -52,9 +51,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             .iter()
             .flat_map(|record| CacheEvent::parse(&record.sns.message))
             .collect();
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let now_ms = app::clock::now_epoch_ms();
         let recovery = failover::recover(deps, group, events, grace, now_ms).await?;
         Ok::<_, lambda_runtime::Error>(serde_json::to_value(recovery)?)
     }))

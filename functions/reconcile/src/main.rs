@@ -7,7 +7,6 @@ use app::seckill::reconcile::{self, Grace};
 use app::seckill::reservations::RedisReservations;
 use app::{cloud, telemetry};
 use lambda_runtime::{LambdaEvent, service_fn};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -25,9 +24,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (store, reservations) = (&store, &reservations);
     lambda_runtime::run(service_fn(
         move |_: LambdaEvent<serde_json::Value>| async move {
-            let now_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let now_ms = app::clock::now_epoch_ms();
             let summary = reconcile::reconcile(store, reservations, grace, now_ms).await?;
             Ok::<_, lambda_runtime::Error>(serde_json::to_value(summary)?)
         },
