@@ -15,7 +15,8 @@
 //! - **Duplicate delivery** (`--sqs-duplicate`): every SQS batch is delivered twice, the
 //!   second time in another order, before its messages are deleted.
 //!
-//! Every proxy also counts the writes that pass through it per item (table, `pk`, `sk`):
+//! Every proxy counts the requests of its function by operation ([`Faults::requests`]), and
+//! the writes that pass through it per item (table, `pk`, `sk`):
 //! how the hot-key measurement sees the hottest item's writes; and, per function, the
 //! transaction conflicts that the emulator answered and how many of those writes the
 //! function's code sent again ([`Faults::conflicts`]): how the contention storms see that
@@ -225,6 +226,8 @@ pub struct Faults {
     /// Processes killed by the crash switch, by function.
     kills: Mutex<HashMap<String, u64>>,
     conflicts: Mutex<HashMap<String, ConflictLog>>,
+    /// Requests each function sent through its proxy, by operation (`TransactWriteItems`...).
+    requests: Mutex<HashMap<String, BTreeMap<String, u64>>>,
 }
 
 /// One function's conflicts as its proxy saw them.
@@ -386,6 +389,28 @@ impl Faults {
         let log = conflicts.entry(function.to_owned()).or_default();
         log.counts.raised += 1;
         log.refused.insert(request);
+    }
+
+    pub(crate) fn count_request(&self, function: &str, operation: &str) {
+        *self
+            .requests
+            .lock()
+            .expect("request counts lock")
+            .entry(function.to_owned())
+            .or_default()
+            .entry(operation.to_owned())
+            .or_default() += 1;
+    }
+
+    /// The AWS requests `function` sent through its proxy so far, by operation (empty when it
+    /// has no proxy): what a request costs in calls, e.g. a bounded number of transactions.
+    pub fn requests(&self, function: &str) -> BTreeMap<String, u64> {
+        self.requests
+            .lock()
+            .expect("request counts lock")
+            .get(function)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// `function`'s conflicts so far, as its proxy saw them (zero when it has no proxy).

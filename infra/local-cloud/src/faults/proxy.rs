@@ -86,6 +86,9 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         Some(("AmazonSQS", op)) => (Some(Service::Sqs), op),
         _ => (None, ""),
     };
+    if service.is_some() {
+        state.faults.count_request(&state.function, operation);
+    }
     let action =
         service.and_then(|service| state.faults.action(&state.function, service, operation));
     match action {

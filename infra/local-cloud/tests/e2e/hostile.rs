@@ -739,3 +739,55 @@ async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
     );
     cloud.stop().await;
 }
+
+#[tokio::test]
+async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transactions() {
+    const FUNCTION: &str = "MarkNotificationsReadFunction";
+    let mut options = options(&unique_stack());
+    options
+        .faults
+        .add(&format!("{FUNCTION}:proxy"))
+        .expect("a valid switch");
+    let cloud = start(options).await;
+    let eve = sign_up(&cloud, "eve").await;
+    let fay = sign_up(&cloud, "fay").await;
+    let (status, body) = eve.call("PUT", "/users/fay/follow", None).await;
+    assert_eq!(status, 200, "{body}");
+    let real = eventually(WAIT, "fay is notified", || async {
+        let (_, body) = fay.call("GET", "/notifications", None).await;
+        body["items"][0]["notificationId"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    // One real id among 99 well-formed ids of notifications that do not exist: each of those
+    // cancels the transaction it is in, and all of them must be dropped at once.
+    let created_at = real.rsplit_once('_').unwrap().0.to_owned();
+    let mut ids: Vec<String> = (0..99)
+        .map(|_| format!("{created_at}_{}", uuid::Uuid::new_v4().simple()))
+        .collect();
+    ids.insert(40, real.clone());
+    let (status, answer) = fay
+        .call("POST", "/notifications/read", Some(json!({ "ids": ids })))
+        .await;
+    assert_eq!(
+        (status, &answer),
+        (200, &json!({"marked": 1, "unreadCount": 0}))
+    );
+    let requests = cloud.faults.requests(FUNCTION);
+    let transactions = requests.get("TransactWriteItems").copied().unwrap_or(0);
+    // 100 ids are two commits of at most 99; each costs its attempt and at most one retry
+    // without the ids the cancellation named.
+    assert!(
+        (2..=4).contains(&transactions),
+        "{transactions} transactions for 100 ids: {requests:?}"
+    );
+    let total: u64 = requests.values().sum();
+    assert!(
+        total <= 6,
+        "{total} AWS requests for one call: {requests:?}"
+    );
+    let (_, listed) = fay.call("GET", "/notifications", None).await;
+    assert_eq!(listed["items"][0]["read"], true, "{listed}");
+    cloud.stop().await;
+}
