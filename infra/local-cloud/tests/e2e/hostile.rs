@@ -3,7 +3,7 @@
 //! problem, no token gets in where it does not belong, and nothing of another user leaks.
 
 use crate::follow::sign_up;
-use crate::support::{Api, eventually, options, start, unique_stack};
+use crate::support::{Api, eventually, options, report, start, unique_stack};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -737,6 +737,15 @@ async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
         "padding",
         "a body at the limit",
     );
+    report(
+        "hostile-large-body",
+        "Hostile caller: a 20 KiB JSON body on five routes",
+        "PUT /users/me, POST /notifications/read, ... with 20 KiB",
+        &[
+            "413 PAYLOAD_TOO_LARGE on every route before the body is parsed".to_owned(),
+            "a body of exactly 16 KiB is read (400 for its unknown field)".to_owned(),
+        ],
+    );
     cloud.stop().await;
 }
 
@@ -789,5 +798,16 @@ async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transa
     );
     let (_, listed) = fay.call("GET", "/notifications", None).await;
     assert_eq!(listed["items"][0]["read"], true, "{listed}");
+    report(
+        "hostile-mark-read",
+        "Hostile caller: mark-read of 1 real and 99 well-formed unknown notification ids",
+        "POST /notifications/read {ids: [100]}",
+        &[
+            "answers marked 1, unreadCount 0".to_owned(),
+            format!(
+                "{transactions} TransactWriteItems and {total} AWS requests in all (bound: 4 and 6)"
+            ),
+        ],
+    );
     cloud.stop().await;
 }
