@@ -1,15 +1,18 @@
 //! `DELETE /users/{userId}/follow`: the caller stops following a user, in one transaction
-//! with an outbox event.
+//! with an outbox event, within the follow rate.
 
 use app::config::Env;
-use app::social::{DynamoSocialStore, handlers};
+use app::social::{DynamoSocialStore, FollowLimits, handlers};
 use app::{cloud, http, telemetry};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
+    let env = Env::process();
+    let limits =
+        FollowLimits::from_env(&env).unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoSocialStore::from_env(&Env::process(), clients.dynamodb)
+    let store = DynamoSocialStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    http::run(|request| handlers::unfollow(&store, request)).await
+    http::run(|request| handlers::unfollow(&store, &limits, request)).await
 }

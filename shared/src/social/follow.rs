@@ -16,16 +16,122 @@
 //!
 //! Both are idempotent: following someone already followed, or unfollowing someone not
 //! followed, changes nothing, emits no event and answers with the current state.
+//!
+//! Two limits hold against abuse ([`FollowLimits`]):
+//!
+//! - **A rate per user**: every follow and unfollow attempt that reaches the store counts in
+//!   the caller's fixed one-minute window, idempotent ones included (a bot toggling or
+//!   re-following the same user costs reads and writes too, and must meet the limit as soon
+//!   as a changing one would). The count is an item of the caller's alone ([`Attempt`]),
+//!   written by a conditional update: no item that another user's request or a consumer
+//!   writes, so no new hot key and no new contention. A follow counts in parallel with its
+//!   read of the target (no extra round trip); an unfollow counts inside its transaction, and
+//!   only an unfollow that changed nothing counts with a write of its own afterwards. Requests
+//!   refused before the store (a self-follow, a malformed id) cost nothing and do not count.
+//! - **A cap on followings**: the follower's `followingCount` must be below the cap, a
+//!   condition on the counter update of the follow transaction, so it holds under concurrent
+//!   follows. Following someone already followed answers 200 at the cap; unfollowing is
+//!   never capped.
 
 use super::cursor::{Cursor, InvalidCursor, PageLimit};
 use super::profile::{Profile, ProfileStore, StoreError, UserStatus};
+use crate::config::{ConfigError, Env};
 use crate::events::{Envelope, FollowPayload, USER_FOLLOWED, USER_UNFOLLOWED};
 use crate::ids::UserId;
 use async_trait::async_trait;
+use std::num::NonZeroU32;
 use time::OffsetDateTime;
 
 /// How long an outbox item is kept after its transaction: far longer than the relay needs.
 pub const OUTBOX_TTL_SECONDS: i64 = 24 * 60 * 60;
+
+/// The length of one window of the follow rate limit.
+pub const RATE_WINDOW_SECONDS: i64 = 60;
+
+/// How long a window's item is kept after the window ended. Nothing reads a past window (the
+/// next one is another item), so this only bounds storage; DynamoDB's TTL deletes it later.
+const RATE_ITEM_TTL_SECONDS: i64 = 60;
+
+/// The limits on following, read from the configuration at cold start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowLimits {
+    /// `FOLLOW_RATE_PER_MINUTE`: follow and unfollow attempts per user and minute, together.
+    pub rate_per_minute: NonZeroU32,
+    /// `MAX_FOLLOWING`: how many users one account may follow.
+    pub max_following: NonZeroU32,
+}
+
+impl FollowLimits {
+    /// The defaults when the variables are unset, the template's production defaults: far
+    /// above what a person clicks (one follow every two seconds, for a minute on end), and
+    /// the classic cap of 5,000 followings.
+    pub const DEFAULT: Self = Self {
+        rate_per_minute: NonZeroU32::new(30).unwrap(),
+        max_following: NonZeroU32::new(5_000).unwrap(),
+    };
+
+    /// `FOLLOW_RATE_PER_MINUTE` and `MAX_FOLLOWING`, each a whole number of at least 1.
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            rate_per_minute: env
+                .parsed_or("FOLLOW_RATE_PER_MINUTE", Self::DEFAULT.rate_per_minute)?,
+            max_following: env.parsed_or("MAX_FOLLOWING", Self::DEFAULT.max_following)?,
+        })
+    }
+}
+
+impl Default for FollowLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One follow or unfollow attempt, to be counted in its user's current window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub user: UserId,
+    /// Epoch seconds at which the window began: a multiple of [`RATE_WINDOW_SECONDS`], by
+    /// the clock of the function that counts.
+    pub window_start: i64,
+    /// How many attempts the window admits.
+    pub limit: u32,
+    /// Epoch seconds after which the window's item may be deleted.
+    pub expires_at: i64,
+}
+
+impl Attempt {
+    pub fn new(user: &UserId, limits: &FollowLimits, now: OffsetDateTime) -> Self {
+        let seconds = now.unix_timestamp();
+        let window_start = seconds - seconds.rem_euclid(RATE_WINDOW_SECONDS);
+        Self {
+            user: user.clone(),
+            window_start,
+            limit: limits.rate_per_minute.get(),
+            expires_at: window_start + RATE_WINDOW_SECONDS + RATE_ITEM_TTL_SECONDS,
+        }
+    }
+
+    /// Whole seconds from `now` until the next window opens (at least 1).
+    fn retry_after(&self, now: OffsetDateTime) -> i64 {
+        (self.window_start + RATE_WINDOW_SECONDS - now.unix_timestamp()).max(1)
+    }
+
+    fn limited(&self, now: OffsetDateTime) -> FollowError {
+        FollowError::RateLimited {
+            limit: self.limit,
+            retry_after_seconds: self.retry_after(now),
+        }
+    }
+}
+
+/// Whether an attempt was counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// Counted: the window had room for it.
+    Admitted,
+    /// The window is full; nothing was written.
+    Limited,
+}
 
 /// Why a follow request did not get its answer.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +144,19 @@ pub enum FollowError {
     TargetInactive(UserId),
     #[error("create your profile with PUT /users/me before following anyone")]
     ProfileRequired,
+    #[error(
+        "too many follows and unfollows: at most {limit} a minute; \
+         try again in {retry_after_seconds} s"
+    )]
+    RateLimited {
+        limit: u32,
+        retry_after_seconds: i64,
+    },
+    #[error(
+        "you already follow {max} users, the most one account may follow; \
+         unfollow someone to follow someone new"
+    )]
+    FollowingLimitReached { max: u32 },
     #[error("the follow graph is busy for these users; retry shortly")]
     Busy,
     #[error(transparent)]
@@ -80,6 +199,12 @@ pub enum FollowWrite {
     AlreadyFollowing,
     /// The follower has no profile; nothing was written.
     NoFollowerProfile,
+    /// The follower already follows as many users as the cap allows; nothing was written.
+    FollowingLimitReached,
+    /// The transaction's refusal no longer held when the store looked for its reason (an
+    /// unfollow freed a place, or the profile was created, in between); nothing was
+    /// written, and the same follow may pass now.
+    Overtaken,
     /// Concurrent transactions kept holding one of the items through the store's retries;
     /// nothing was written.
     Conflict,
@@ -89,7 +214,10 @@ pub enum FollowWrite {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnfollowWrite {
     Written,
+    /// Nothing to unfollow; nothing was written, and the attempt was not counted.
     NotFollowing,
+    /// The caller's window is full; nothing was written.
+    RateLimited,
     Conflict,
 }
 
@@ -132,13 +260,26 @@ pub trait GraphStore: ProfileStore {
     /// read: a profile created a moment ago is found).
     async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError>;
 
-    /// Writes the edge, the follower's count and the outbox event in one transaction, which
-    /// includes no item of the followee's.
-    async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError>;
+    /// Counts `attempt` in its user's window unless the window is full: one conditional write
+    /// of an item that only that user's requests write.
+    async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError>;
 
-    /// Deletes the edge, decrements the follower's count and writes the outbox event in one
-    /// transaction.
-    async fn unfollow(&self, change: &GraphChange) -> Result<UnfollowWrite, StoreError>;
+    /// Writes the edge, the follower's count and the outbox event in one transaction, which
+    /// includes no item of the followee's; only while the follower follows fewer than
+    /// `max_following` users.
+    async fn follow(
+        &self,
+        change: &GraphChange,
+        max_following: u32,
+    ) -> Result<FollowWrite, StoreError>;
+
+    /// Deletes the edge, decrements the follower's count, writes the outbox event and counts
+    /// `attempt` in one transaction; nothing (and no count) if the edge does not exist.
+    async fn unfollow(
+        &self,
+        change: &GraphChange,
+        attempt: &Attempt,
+    ) -> Result<UnfollowWrite, StoreError>;
 
     /// When `relationship` was made, if it exists (a strongly consistent read).
     async fn followed_at(&self, relationship: &Relationship) -> Result<Option<String>, StoreError>;
@@ -187,14 +328,25 @@ fn change(relationship: &Relationship, kind: &str, now: OffsetDateTime) -> Graph
     }
 }
 
-/// `relationship.follower` follows `relationship.followee`.
-#[tracing::instrument(skip(store), fields(follower = %relationship.follower, followee = %relationship.followee))]
+/// `relationship.follower` follows `relationship.followee`, within `limits`.
+#[tracing::instrument(skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn follow(
     store: &dyn GraphStore,
     relationship: &Relationship,
+    limits: &FollowLimits,
     now: OffsetDateTime,
 ) -> Result<FollowState, FollowError> {
-    match store.follow_target(&relationship.followee).await? {
+    // The attempt is counted while the target is read: two independent requests, one round
+    // trip. Every attempt counts, whatever it answers.
+    let attempt = Attempt::new(&relationship.follower, limits, now);
+    let (target, counted) = tokio::join!(
+        store.follow_target(&relationship.followee),
+        store.count_attempt(&attempt)
+    );
+    if counted? == Counted::Limited {
+        return Err(attempt.limited(now));
+    }
+    match target? {
         None => return Err(FollowError::UnknownUser(relationship.followee.clone())),
         Some(status) if status != UserStatus::Active => {
             return Err(FollowError::TargetInactive(relationship.followee.clone()));
@@ -203,7 +355,7 @@ pub async fn follow(
     }
     let change = change(relationship, USER_FOLLOWED, now);
     for _ in 0..RACE_ATTEMPTS {
-        match store.follow(&change).await? {
+        match store.follow(&change, limits.max_following.get()).await? {
             FollowWrite::Written => {
                 return Ok(FollowState {
                     relationship: relationship.clone(),
@@ -222,23 +374,37 @@ pub async fn follow(
                 // Unfollowed between the write and the read: try the follow again.
             }
             FollowWrite::NoFollowerProfile => return Err(FollowError::ProfileRequired),
+            FollowWrite::FollowingLimitReached => {
+                return Err(FollowError::FollowingLimitReached {
+                    max: limits.max_following.get(),
+                });
+            }
+            FollowWrite::Overtaken => {}
             FollowWrite::Conflict => return Err(FollowError::Busy),
         }
     }
     Err(FollowError::Busy)
 }
 
-/// `relationship.follower` stops following `relationship.followee`.
-#[tracing::instrument(skip(store), fields(follower = %relationship.follower, followee = %relationship.followee))]
+/// `relationship.follower` stops following `relationship.followee`, within `limits`' rate.
+#[tracing::instrument(skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn unfollow(
     store: &dyn GraphStore,
     relationship: &Relationship,
+    limits: &FollowLimits,
     now: OffsetDateTime,
 ) -> Result<FollowState, FollowError> {
+    let attempt = Attempt::new(&relationship.follower, limits, now);
     let change = change(relationship, USER_UNFOLLOWED, now);
-    let changed = match store.unfollow(&change).await? {
+    let changed = match store.unfollow(&change, &attempt).await? {
         UnfollowWrite::Written => true,
-        UnfollowWrite::NotFollowing => false,
+        // The cancelled transaction counted nothing; an unfollow that changes nothing is an
+        // attempt all the same.
+        UnfollowWrite::NotFollowing => match store.count_attempt(&attempt).await? {
+            Counted::Admitted => false,
+            Counted::Limited => return Err(attempt.limited(now)),
+        },
+        UnfollowWrite::RateLimited => return Err(attempt.limited(now)),
         UnfollowWrite::Conflict => return Err(FollowError::Busy),
     };
     Ok(FollowState {
@@ -338,6 +504,8 @@ pub(crate) mod fake {
         /// Deactivate this user right after a follow read their status: the race of a
         /// follow with a deactivation.
         pub deactivate_after_read: Option<UserId>,
+        /// (user, window start) → attempts counted in that window.
+        pub attempts: BTreeMap<(UserId, i64), u32>,
     }
 
     #[derive(Default)]
@@ -365,6 +533,22 @@ pub(crate) mod fake {
                 );
             }
             graph
+        }
+
+        /// Counts `attempt` unless its window is full, as the conditional update does.
+        fn count(state: &mut State, attempt: &Attempt) -> Counted {
+            let window = (attempt.user.clone(), attempt.window_start);
+            let count = state.attempts.entry(window).or_default();
+            if *count >= attempt.limit {
+                return Counted::Limited;
+            }
+            *count += 1;
+            Counted::Admitted
+        }
+
+        fn window_full(state: &State, attempt: &Attempt) -> bool {
+            let window = (attempt.user.clone(), attempt.window_start);
+            state.attempts.get(&window).copied().unwrap_or(0) >= attempt.limit
         }
 
         fn conflicted(state: &mut State) -> bool {
@@ -433,7 +617,15 @@ pub(crate) mod fake {
             Ok(status)
         }
 
-        async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError> {
+        async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
+            Ok(Self::count(&mut self.state(), attempt))
+        }
+
+        async fn follow(
+            &self,
+            change: &GraphChange,
+            max_following: u32,
+        ) -> Result<FollowWrite, StoreError> {
             let mut state = self.state();
             if Self::conflicted(&mut state) {
                 return Ok(FollowWrite::Conflict);
@@ -446,16 +638,27 @@ pub(crate) mod fake {
             let Some(profile) = state.profiles.get_mut(follower) else {
                 return Ok(FollowWrite::NoFollowerProfile);
             };
+            if profile.following_count >= u64::from(max_following) {
+                return Ok(FollowWrite::FollowingLimitReached);
+            }
             profile.following_count += 1;
             state.edges.insert(edge, change.at.clone());
             state.outbox.push(change.event.clone());
             Ok(FollowWrite::Written)
         }
 
-        async fn unfollow(&self, change: &GraphChange) -> Result<UnfollowWrite, StoreError> {
+        async fn unfollow(
+            &self,
+            change: &GraphChange,
+            attempt: &Attempt,
+        ) -> Result<UnfollowWrite, StoreError> {
             let mut state = self.state();
             if Self::conflicted(&mut state) {
                 return Ok(UnfollowWrite::Conflict);
+            }
+            // One transaction: a full window refuses it whether or not the edge exists.
+            if Self::window_full(&state, attempt) {
+                return Ok(UnfollowWrite::RateLimited);
             }
             let Relationship { follower, followee } = &change.relationship;
             if state
@@ -465,6 +668,7 @@ pub(crate) mod fake {
             {
                 return Ok(UnfollowWrite::NotFollowing);
             }
+            Self::count(&mut state, attempt);
             if let Some(profile) = state.profiles.get_mut(follower) {
                 profile.following_count -= 1;
             }
@@ -541,6 +745,7 @@ mod tests {
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-11-30 18:00:00.5 UTC);
+    const LIMITS: FollowLimits = FollowLimits::DEFAULT;
 
     fn id(raw: &str) -> UserId {
         UserId::parse(raw).unwrap()
@@ -570,7 +775,9 @@ mod tests {
     #[tokio::test]
     async fn a_follow_writes_the_edge_the_followers_count_and_one_versioned_event() {
         let graph = graph();
-        let state = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        let state = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
         assert!(state.changed);
         assert_eq!(
             state.followed_at.as_deref(),
@@ -603,9 +810,13 @@ mod tests {
     #[tokio::test]
     async fn following_again_changes_nothing_and_answers_the_first_follow_time() {
         let graph = graph();
-        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
         let later = NOW + time::Duration::hours(1);
-        let again = follow(&graph, &pair("ada", "bob"), later).await.unwrap();
+        let again = follow(&graph, &pair("ada", "bob"), &LIMITS, later)
+            .await
+            .unwrap();
         assert!(!again.changed);
         assert_eq!(
             again.followed_at.as_deref(),
@@ -619,11 +830,13 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_target_is_unknown_and_a_deactivated_one_inactive() {
         let graph = graph();
-        let err = follow(&graph, &pair("ada", "nobody"), NOW)
+        let err = follow(&graph, &pair("ada", "nobody"), &LIMITS, NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::UnknownUser(u) if u.as_str() == "nobody"));
-        let err = follow(&graph, &pair("ada", "gone"), NOW).await.unwrap_err();
+        let err = follow(&graph, &pair("ada", "gone"), &LIMITS, NOW)
+            .await
+            .unwrap_err();
         assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
         assert!(graph.state().outbox.is_empty());
         assert_eq!(graph.state().profiles[&id("ada")].following_count, 0);
@@ -632,7 +845,7 @@ mod tests {
     #[tokio::test]
     async fn a_caller_without_a_profile_must_create_one_first() {
         let graph = graph();
-        let err = follow(&graph, &pair("newbie", "bob"), NOW)
+        let err = follow(&graph, &pair("newbie", "bob"), &LIMITS, NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
@@ -643,13 +856,17 @@ mod tests {
     async fn a_conflict_the_store_could_not_retry_away_is_busy_and_writes_nothing() {
         let graph = graph();
         graph.state().conflicts = 1;
-        let err = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap_err();
+        let err = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap_err();
         assert!(matches!(err, FollowError::Busy), "{err:?}");
         assert!(graph.state().edges.is_empty());
-        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
 
         graph.state().conflicts = 1;
-        let err = unfollow(&graph, &pair("ada", "bob"), NOW)
+        let err = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
             .await
             .unwrap_err();
         assert!(matches!(err, FollowError::Busy), "{err:?}");
@@ -666,12 +883,16 @@ mod tests {
         let graph = graph();
         graph.state().deactivate_after_read = Some(id("bob"));
         // The follow read bob active; bob was deactivated before its transaction.
-        let state = follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        let state = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
         assert!(state.changed);
         assert!(graph.state().edges.contains_key(&(id("ada"), id("bob"))));
         assert_eq!(graph.state().outbox.len(), 1);
         // Any follow that reads after the deactivation is refused and writes nothing.
-        let err = follow(&graph, &pair("cat", "bob"), NOW).await.unwrap_err();
+        let err = follow(&graph, &pair("cat", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap_err();
         assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
         assert_eq!(graph.state().edges.len(), 1);
         assert_eq!(graph.state().outbox.len(), 1);
@@ -680,11 +901,17 @@ mod tests {
     #[tokio::test]
     async fn an_unfollow_mirrors_the_follow_and_is_idempotent() {
         let graph = graph();
-        follow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
-        let state = unfollow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
+        let state = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
         assert!(state.changed);
         assert_eq!(state.followed_at, None);
-        let again = unfollow(&graph, &pair("ada", "bob"), NOW).await.unwrap();
+        let again = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
+            .await
+            .unwrap();
         assert!(!again.changed);
 
         let s = graph.state();
@@ -708,7 +935,9 @@ mod tests {
                 continue;
             }
             let at = NOW + time::Duration::minutes(i as i64);
-            follow(&graph, &pair(follower, "bob"), at).await.unwrap();
+            follow(&graph, &pair(follower, "bob"), &LIMITS, at)
+                .await
+                .unwrap();
         }
         let limit = PageLimit::parse(Some("2")).unwrap();
         let first = list(&graph, &id("bob"), Direction::Followers, limit, None)
@@ -757,5 +986,182 @@ mod tests {
         .await
         .unwrap_err();
         assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
+    }
+
+    fn limits(rate_per_minute: u32, max_following: u32) -> FollowLimits {
+        FollowLimits {
+            rate_per_minute: NonZeroU32::new(rate_per_minute).unwrap(),
+            max_following: NonZeroU32::new(max_following).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_attempt_falls_in_the_minute_of_its_clock_and_says_when_the_next_one_opens() {
+        let attempt = Attempt::new(&id("ada"), &limits(7, 10), NOW);
+        let minute = datetime!(2026-11-30 18:00:00 UTC).unix_timestamp();
+        assert_eq!(attempt.window_start, minute);
+        assert_eq!(attempt.limit, 7);
+        assert_eq!(attempt.expires_at, minute + 120);
+        let late = datetime!(2026-11-30 18:00:59.9 UTC);
+        assert_eq!(Attempt::new(&id("ada"), &LIMITS, late).window_start, minute);
+        assert_eq!(
+            attempt.limited(late).to_string(),
+            "too many follows and unfollows: at most 7 a minute; try again in 1 s"
+        );
+        assert_eq!(
+            Attempt::new(
+                &id("ada"),
+                &LIMITS,
+                late + time::Duration::milliseconds(100)
+            )
+            .window_start,
+            minute + 60
+        );
+    }
+
+    #[tokio::test]
+    async fn every_follow_attempt_counts_and_a_full_window_refuses_until_the_next_minute() {
+        let graph = graph();
+        let limits = limits(3, 100);
+        // A new follow, an idempotent one and one of an unknown user: three attempts.
+        follow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        follow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        let err = follow(&graph, &pair("ada", "nobody"), &limits, NOW)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
+
+        let later = NOW + time::Duration::seconds(20);
+        let err = follow(&graph, &pair("ada", "cat"), &limits, later)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FollowError::RateLimited {
+                    limit: 3,
+                    retry_after_seconds: 40
+                }
+            ),
+            "{err:?}"
+        );
+        let err = unfollow(&graph, &pair("ada", "bob"), &limits, later)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FollowError::RateLimited { .. }), "{err:?}");
+        {
+            let s = graph.state();
+            assert!(!s.edges.contains_key(&(id("ada"), id("cat"))));
+            assert!(
+                s.edges.contains_key(&(id("ada"), id("bob"))),
+                "not unfollowed"
+            );
+            assert_eq!(s.outbox.len(), 1);
+            assert_eq!(s.profiles[&id("ada")].following_count, 1);
+        }
+        // Other users have windows of their own.
+        follow(&graph, &pair("cat", "bob"), &limits, later)
+            .await
+            .unwrap();
+        // The next minute is a new window.
+        let next = NOW + time::Duration::minutes(1);
+        let state = follow(&graph, &pair("ada", "cat"), &limits, next)
+            .await
+            .unwrap();
+        assert!(state.changed);
+    }
+
+    #[tokio::test]
+    async fn unfollows_count_whether_or_not_they_change_anything() {
+        let graph = graph();
+        let limits = limits(3, 100);
+        follow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        let state = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        assert!(state.changed);
+        let state = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        assert!(!state.changed);
+        let err = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FollowError::RateLimited { .. }), "{err:?}");
+        let window = (
+            id("ada"),
+            Attempt::new(&id("ada"), &limits, NOW).window_start,
+        );
+        assert_eq!(graph.state().attempts[&window], 3);
+        assert_eq!(graph.state().outbox.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_following_cap_refuses_only_new_follows_and_unfollowing_makes_room() {
+        let graph = MemoryGraph::with_users(&[
+            ("ada", UserStatus::Active),
+            ("bob", UserStatus::Active),
+            ("cat", UserStatus::Active),
+            ("dan", UserStatus::Active),
+        ]);
+        let limits = limits(100, 2);
+        for user in ["bob", "cat"] {
+            follow(&graph, &pair("ada", user), &limits, NOW)
+                .await
+                .unwrap();
+        }
+        let err = follow(&graph, &pair("ada", "dan"), &limits, NOW)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, FollowError::FollowingLimitReached { max: 2 }),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "you already follow 2 users, the most one account may follow; \
+             unfollow someone to follow someone new"
+        );
+        assert!(!graph.state().edges.contains_key(&(id("ada"), id("dan"))));
+        assert_eq!(graph.state().outbox.len(), 2);
+        // At the cap, following someone already followed still answers the edge.
+        let again = follow(&graph, &pair("ada", "bob"), &limits, NOW)
+            .await
+            .unwrap();
+        assert!(!again.changed && again.followed_at.is_some());
+        // Unfollowing is never capped, and makes room.
+        unfollow(&graph, &pair("ada", "cat"), &limits, NOW)
+            .await
+            .unwrap();
+        let state = follow(&graph, &pair("ada", "dan"), &limits, NOW)
+            .await
+            .unwrap();
+        assert!(state.changed);
+        assert_eq!(graph.state().profiles[&id("ada")].following_count, 2);
+    }
+
+    #[test]
+    fn the_limits_come_from_the_environment_with_production_defaults() {
+        assert_eq!(
+            FollowLimits::from_env(&Env::from_pairs([])).unwrap(),
+            limits(30, 5_000)
+        );
+        let env = Env::from_pairs([("FOLLOW_RATE_PER_MINUTE", "120"), ("MAX_FOLLOWING", "3")]);
+        assert_eq!(FollowLimits::from_env(&env).unwrap(), limits(120, 3));
+        for name in ["FOLLOW_RATE_PER_MINUTE", "MAX_FOLLOWING"] {
+            for bad in ["0", "-1", "many"] {
+                let err = FollowLimits::from_env(&Env::from_pairs([(name, bad)])).unwrap_err();
+                assert!(
+                    matches!(&err, ConfigError::Invalid { name: n, .. } if n == name),
+                    "{name}={bad}: {err:?}"
+                );
+            }
+        }
     }
 }

@@ -2,27 +2,39 @@
 //! follower and following lists.
 //!
 //! The key design is in [`super::keys`]. A follow is one `TransactWriteItems` of three items,
-//! all of them the follower's: the edge, the follower's profile (`followingCount`) and the
-//! outbox event. The followee's profile is only read, before the transaction: a transaction
-//! that included it (even as a `ConditionCheck`) would conflict with every concurrent follow
-//! of the same user and with the follower-count consumer's update of it. A failed condition
-//! comes back as the item's label, which is all the domain needs to answer.
+//! all of them the follower's: the edge, the follower's profile (`followingCount`, below the
+//! cap) and the outbox event. The followee's profile is only read, before the transaction: a
+//! transaction that included it (even as a `ConditionCheck`) would conflict with every
+//! concurrent follow of the same user and with the follower-count consumer's update of it. A
+//! failed condition comes back as the item's label, which is all the domain needs to answer.
+//!
+//! The follow rate counts in an item of the caller's alone, `USER#<u>` / `LIMIT#FOLLOW#<minute>`:
+//! `ADD attempts :one` on the condition `attribute_not_exists(attempts) OR attempts < :limit`.
+//! A follow sends it as one `UpdateItem` beside its read of the target (1 write unit, no extra
+//! round trip); an unfollow puts it in its transaction as a fourth item (2 write units, as
+//! every transactional write of a small item), and sends it alone only when the transaction
+//! found no edge. A refused count writes nothing, but DynamoDB bills a failed conditional
+//! write as a write: a caller over the limit costs 1 write unit per attempt (and the follow's
+//! read of the target), never a transaction.
 
 use super::cursor::{Cursor, InvalidCursor, PageLimit};
 use super::follow::{
-    Direction, EdgeEntry, EdgePage, FollowWrite, GraphChange, GraphStore, ListEdgesError,
-    Relationship, UnfollowWrite,
+    Attempt, Counted, Direction, EdgeEntry, EdgePage, FollowWrite, GraphChange, GraphStore,
+    ListEdgesError, Relationship, UnfollowWrite,
 };
 use super::keys::{
-    FOLLOWERS_INDEX, FOLLOWING_INDEX, OUTBOX_SK, PROFILE_SK, edge_index_sk, follow_sk,
-    followers_pk, following_pk, outbox_pk, user_pk,
+    FOLLOWERS_INDEX, FOLLOWING_INDEX, OUTBOX_SK, PROFILE_SK, edge_index_sk, follow_rate_sk,
+    follow_sk, followers_pk, following_pk, outbox_pk, user_pk,
 };
 use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
-use crate::dynamo::{TransactError, Transaction, cursor_of, get_s, key, n, s};
+use crate::dynamo::{
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, s, write_retrying,
+};
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
@@ -35,7 +47,13 @@ enum Item {
     Follower,
     /// The outbox event.
     Outbox,
+    /// The follower's window of the follow rate limit.
+    Rate,
 }
+
+/// The update that counts an attempt in its window, unless the window is full.
+const COUNT_ATTEMPT: &str = "SET entity = :entity, expiresAt = :expires ADD attempts :one";
+const WINDOW_HAS_ROOM: &str = "attribute_not_exists(attempts) OR attempts < :limit";
 
 type Attributes = HashMap<String, AttributeValue>;
 
@@ -45,6 +63,60 @@ impl DynamoSocialStore {
             user_pk(&relationship.follower),
             follow_sk(&relationship.followee),
         )
+    }
+
+    fn rate_key(&self, attempt: &Attempt) -> Attributes {
+        key(user_pk(&attempt.user), follow_rate_sk(attempt.window_start))
+    }
+
+    fn rate_values(attempt: &Attempt) -> Attributes {
+        HashMap::from([
+            (":entity".to_owned(), s("FOLLOW_RATE")),
+            (":expires".to_owned(), n(attempt.expires_at)),
+            (":one".to_owned(), n(1)),
+            (":limit".to_owned(), n(attempt.limit)),
+        ])
+    }
+
+    /// The count of `attempt`, as an item of a transaction.
+    fn rate_update(&self, attempt: &Attempt) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.rate_key(attempt)))
+            .update_expression(COUNT_ATTEMPT)
+            .condition_expression(WINDOW_HAS_ROOM)
+            .set_expression_attribute_values(Some(Self::rate_values(attempt)))
+            .build()
+            .context("failed to build the rate update")?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Why a follow's counter update failed its condition: no profile, or the cap. Read
+    /// after the cancellation, so a concurrent change may have removed the reason.
+    async fn follower_refusal(
+        &self,
+        follower: &UserId,
+        max_following: u32,
+    ) -> Result<FollowWrite, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(user_pk(follower), PROFILE_SK)))
+            .projection_expression("followingCount")
+            .consistent_read(true)
+            .send()
+            .await
+            .context("failed to read the follower's count")?;
+        let Some(item) = output.item else {
+            return Ok(FollowWrite::NoFollowerProfile);
+        };
+        let count: u64 = get_n(&item, "followingCount").context("bad profile item")?;
+        Ok(if count >= u64::from(max_following) {
+            FollowWrite::FollowingLimitReached
+        } else {
+            FollowWrite::Overtaken
+        })
     }
 
     fn outbox_put(&self, change: &GraphChange) -> Result<TransactWriteItem, StoreError> {
@@ -97,8 +169,44 @@ impl GraphStore for DynamoSocialStore {
         Ok(Some(status))
     }
 
+    #[tracing::instrument(skip_all, fields(user = %attempt.user, window = attempt.window_start))]
+    async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.rate_key(attempt)))
+            .update_expression(COUNT_ATTEMPT)
+            .condition_expression(WINDOW_HAS_ROOM)
+            .set_expression_attribute_values(Some(Self::rate_values(attempt)));
+        // Only the caller's own unfollow transactions include this item: a conflict with one
+        // of them is retried like any other.
+        let result = write_retrying(&self.backoff, "UpdateItem follow rate", || {
+            update.clone().send()
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(Counted::Admitted),
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(Counted::Limited)
+            }
+            Err(err) => Err(StoreError(
+                anyhow::Error::new(err).context("failed to count the follow attempt"),
+            )),
+        }
+    }
+
     #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
-    async fn follow(&self, change: &GraphChange) -> Result<FollowWrite, StoreError> {
+    async fn follow(
+        &self,
+        change: &GraphChange,
+        max_following: u32,
+    ) -> Result<FollowWrite, StoreError> {
         let Relationship { follower, followee } = &change.relationship;
         let mut edge = self.edge_key(&change.relationship);
         edge.extend([
@@ -117,12 +225,14 @@ impl GraphStore for DynamoSocialStore {
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .context("failed to build the edge put")?;
+        // The cap holds under concurrent follows: each is a condition on the same counter.
         let count = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key(user_pk(follower), PROFILE_SK)))
             .update_expression("ADD followingCount :one")
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression("attribute_exists(pk) AND followingCount < :max")
             .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(max_following))
             .build()
             .context("failed to build the counter update")?;
         let result = Transaction::new()
@@ -139,8 +249,9 @@ impl GraphStore for DynamoSocialStore {
             Ok(()) => Ok(FollowWrite::Written),
             Err(TransactError::ConditionFailed { label, .. }) => match label {
                 Item::Edge => Ok(FollowWrite::AlreadyFollowing),
-                Item::Follower => Ok(FollowWrite::NoFollowerProfile),
+                Item::Follower => self.follower_refusal(follower, max_following).await,
                 Item::Outbox => Err(unexpected(label, "on a new event id")),
+                Item::Rate => Err(unexpected(label, "though a follow does not include it")),
             },
             Err(TransactError::Conflict) => Ok(FollowWrite::Conflict),
             Err(err) => Err(transact_failure(err)),
@@ -148,7 +259,11 @@ impl GraphStore for DynamoSocialStore {
     }
 
     #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
-    async fn unfollow(&self, change: &GraphChange) -> Result<UnfollowWrite, StoreError> {
+    async fn unfollow(
+        &self,
+        change: &GraphChange,
+        attempt: &Attempt,
+    ) -> Result<UnfollowWrite, StoreError> {
         let edge = Delete::builder()
             .table_name(&self.table)
             .set_key(Some(self.edge_key(&change.relationship)))
@@ -178,10 +293,15 @@ impl GraphStore for DynamoSocialStore {
                 TransactWriteItem::builder().update(count).build(),
             )
             .push(Item::Outbox, self.outbox_put(change)?)
+            .push(Item::Rate, self.rate_update(attempt)?)
             .commit(&self.client)
             .await;
         match result {
             Ok(()) => Ok(UnfollowWrite::Written),
+            // A full window refuses the attempt whether or not the edge exists.
+            Err(TransactError::ConditionFailed { all, .. }) if all.contains(&Item::Rate) => {
+                Ok(UnfollowWrite::RateLimited)
+            }
             Err(TransactError::ConditionFailed {
                 label: Item::Edge, ..
             }) => Ok(UnfollowWrite::NotFollowing),

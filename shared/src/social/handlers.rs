@@ -1,6 +1,8 @@
 //! HTTP entry points of the social routes: translate the request, call the domain, answer.
 
-use super::follow::{self, Direction, FollowError, FollowState, GraphStore, Relationship};
+use super::follow::{
+    self, Direction, FollowError, FollowLimits, FollowState, GraphStore, Relationship,
+};
 use super::profile::{DisplayName, ProfileStore};
 use crate::auth::Caller;
 use crate::http::{ApiError, json, page_query, parse_body, path_parameter};
@@ -44,6 +46,12 @@ impl From<FollowError> for ApiError {
             FollowError::UnknownUser(_) => ApiError::not_found(message),
             FollowError::TargetInactive(_) => ApiError::conflict("TARGET_INACTIVE", message),
             FollowError::ProfileRequired => ApiError::conflict("PROFILE_REQUIRED", message),
+            FollowError::RateLimited { .. } => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+            }
+            FollowError::FollowingLimitReached { .. } => {
+                ApiError::conflict("FOLLOWING_LIMIT_REACHED", message)
+            }
             FollowError::Busy => ApiError::unavailable("RETRY", message),
             FollowError::InvalidCursor(_) => ApiError::bad_request(message),
             FollowError::Store(err) => ApiError::internal(err),
@@ -97,22 +105,28 @@ fn relationship(request: &Request) -> Result<Relationship, ApiError> {
     Ok(Relationship::new(caller.user_id, target)?)
 }
 
-/// `PUT /users/{userId}/follow`: the caller follows the user; idempotent.
+/// `PUT /users/{userId}/follow`: the caller follows the user; idempotent; within `limits`.
 #[tracing::instrument(skip_all)]
-pub async fn follow(store: &dyn GraphStore, request: Request) -> Result<Response<Body>, ApiError> {
-    let relationship = relationship(&request)?;
-    let state = follow::follow(store, &relationship, OffsetDateTime::now_utc()).await?;
-    Ok(follow_response(&state))
-}
-
-/// `DELETE /users/{userId}/follow`: the caller stops following the user; idempotent.
-#[tracing::instrument(skip_all)]
-pub async fn unfollow(
+pub async fn follow(
     store: &dyn GraphStore,
+    limits: &FollowLimits,
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     let relationship = relationship(&request)?;
-    let state = follow::unfollow(store, &relationship, OffsetDateTime::now_utc()).await?;
+    let state = follow::follow(store, &relationship, limits, OffsetDateTime::now_utc()).await?;
+    Ok(follow_response(&state))
+}
+
+/// `DELETE /users/{userId}/follow`: the caller stops following the user; idempotent; within
+/// `limits`' rate.
+#[tracing::instrument(skip_all)]
+pub async fn unfollow(
+    store: &dyn GraphStore,
+    limits: &FollowLimits,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    let relationship = relationship(&request)?;
+    let state = follow::unfollow(store, &relationship, limits, OffsetDateTime::now_utc()).await?;
     Ok(follow_response(&state))
 }
 
@@ -271,7 +285,7 @@ mod tests {
 
     async fn follow_as(graph: &MemoryGraph, caller: &str, user: &str) -> (u16, Value) {
         let request = routed("PUT", "/users/x/follow", caller, user, &[]);
-        answer(follow(graph, request).await).await
+        answer(follow(graph, &FollowLimits::DEFAULT, request).await).await
     }
 
     #[tokio::test]
@@ -346,12 +360,62 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_rate_limit_is_429_and_the_following_cap_409_each_with_its_code() {
+        let graph = graph();
+        let limits = |rate, max| FollowLimits {
+            rate_per_minute: std::num::NonZeroU32::new(rate).unwrap(),
+            max_following: std::num::NonZeroU32::new(max).unwrap(),
+        };
+        let call = |method: &'static str, caller: &'static str, user: &'static str, limits| {
+            let graph = &graph;
+            async move {
+                let request = routed(method, "/users/x/follow", caller, user, &[]);
+                let result = if method == "PUT" {
+                    follow(graph, &limits, request).await
+                } else {
+                    unfollow(graph, &limits, request).await
+                };
+                answer(result).await
+            }
+        };
+        let (status, _) = call("PUT", "ada", "bob", limits(100, 1)).await;
+        assert_eq!(status, 200);
+        let (status, body) = call("PUT", "ada", "cat", limits(100, 1)).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("FOLLOWING_LIMIT_REACHED"))
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("you already follow 1 users")
+        );
+        // Three attempts of cat's: the third is over a rate of two a minute.
+        for (method, status) in [("PUT", 200), ("DELETE", 200)] {
+            assert_eq!(call(method, "cat", "bob", limits(2, 100)).await.0, status);
+        }
+        let (status, body) = call("DELETE", "cat", "bob", limits(2, 100)).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (429, Some("RATE_LIMITED"))
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("too many follows and unfollows: at most 2 a minute")
+        );
+    }
+
+    #[tokio::test]
     async fn an_unfollow_answers_not_following_and_refuses_oneself() {
         let graph = graph();
         follow_as(&graph, "ada", "bob").await;
         let unfollow_as = |caller: &str, user: &str| {
             unfollow(
                 &graph,
+                &FollowLimits::DEFAULT,
                 routed("DELETE", "/users/x/follow", caller, user, &[]),
             )
         };

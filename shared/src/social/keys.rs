@@ -8,6 +8,7 @@
 //! | notification | `NOTIF#<u>` | `<at>#<notificationId>` | | u's notifications newest first |
 //! | notification key | `NOTIFKEY#<recipient>#<actor>#<type>#<targetType>#<targetId>` | `KEY` | | at most one notification per key, ever |
 //! | notification state | `USER#<u>` | `NOTIFSTATE` | | u's unread count |
+//! | follow rate window | `USER#<u>` | `LIMIT#FOLLOW#<windowStart>` | | u's follow and unfollow attempts in one minute (a conditional count); written only by u's own requests, expires by TTL |
 //! | applied event | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied (idempotency), expires by TTL |
 //!
 //! `<at>` is an RFC 3339 UTC time, which sorts as text; ids never contain `#`.
@@ -44,6 +45,13 @@ pub fn following_pk(follower: &UserId) -> String {
 /// The sort key of an edge in either index: newest first when read backwards.
 pub fn edge_index_sk(followed_at: &str, other: &UserId) -> String {
     format!("{followed_at}#{other}")
+}
+
+/// The item counting `user`'s follow and unfollow attempts in the window that began at
+/// `window_start` (epoch seconds): one item per window, so that a new window starts at zero
+/// without reading or resetting the last one.
+pub fn follow_rate_sk(window_start: i64) -> String {
+    format!("LIMIT#FOLLOW#{window_start}")
 }
 
 pub fn outbox_pk(event_id: &str) -> String {

@@ -21,6 +21,6 @@ pub mod relay;
 pub mod store;
 
 pub use cursor::{Cursor, PageLimit};
-pub use follow::{Direction, FollowError, GraphStore, Relationship};
+pub use follow::{Direction, FollowError, FollowLimits, GraphStore, Relationship};
 pub use profile::{DisplayName, Profile, ProfileStore, UserStatus};
 pub use store::DynamoSocialStore;

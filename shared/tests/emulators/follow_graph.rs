@@ -6,7 +6,9 @@ use app::dynamo::{get_n, get_s, key, s};
 use app::events::SocialEvent;
 use app::ids::UserId;
 use app::retry::Backoff;
-use app::social::follow::{self, FollowWrite, GraphChange, ListEdgesError, UnfollowWrite};
+use app::social::follow::{
+    self, Attempt, Counted, FollowLimits, FollowWrite, GraphChange, ListEdgesError, UnfollowWrite,
+};
 use app::social::{
     Cursor, Direction, DisplayName, DynamoSocialStore, FollowError, GraphStore, PageLimit,
     ProfileStore, Relationship, UserStatus,
@@ -15,10 +17,16 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
 use time::OffsetDateTime;
 use time::macros::datetime;
 
 const NOW: OffsetDateTime = datetime!(2026-11-30 18:00:00.25 UTC);
+/// Limits that none of the tests of other behaviour meet.
+const LIMITS: FollowLimits = FollowLimits {
+    rate_per_minute: NonZeroU32::new(1_000).unwrap(),
+    max_following: NonZeroU32::new(1_000).unwrap(),
+};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -119,7 +127,7 @@ async fn a_follow_writes_edge_counter_and_outbox_in_one_transaction_and_not_the_
     let f = Fixture::new(&["ada", "bob"]).await;
     let followee_before = f.profile("bob").await;
 
-    let state = follow::follow(&f.store, &pair("ada", "bob"), NOW)
+    let state = follow::follow(&f.store, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
     assert!(state.changed);
@@ -173,12 +181,13 @@ async fn a_follow_writes_edge_counter_and_outbox_in_one_transaction_and_not_the_
 #[tokio::test]
 async fn following_twice_changes_nothing_and_answers_the_first_time() {
     let f = Fixture::new(&["ada", "bob"]).await;
-    follow::follow(&f.store, &pair("ada", "bob"), NOW)
+    follow::follow(&f.store, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
     let again = follow::follow(
         &f.store,
         &pair("ada", "bob"),
+        &LIMITS,
         NOW + time::Duration::minutes(5),
     )
     .await
@@ -195,12 +204,9 @@ async fn following_twice_changes_nothing_and_answers_the_first_time() {
     assert_eq!(f.outbox_events().await.len(), 1);
 }
 
-#[tokio::test]
-async fn failed_conditions_are_named_and_write_nothing() {
-    let f = Fixture::new(&["ada", "bob", "gone"]).await;
-    f.deactivate("gone").await;
-    let before = f.all_items().await.len();
-    let change = |follower: &str, followee: &str| GraphChange {
+/// A follow or unfollow change of `follower` → `followee`, as the domain builds it.
+fn graph_change(follower: &str, followee: &str) -> GraphChange {
+    GraphChange {
         relationship: pair(follower, followee),
         at: "2026-11-30T18:00:00.000000Z".to_owned(),
         event: app::events::Envelope {
@@ -214,32 +220,254 @@ async fn failed_conditions_are_named_and_write_nothing() {
             },
         },
         event_expires_at: 1,
-    };
+    }
+}
+
+fn limits(rate_per_minute: u32, max_following: u32) -> FollowLimits {
+    FollowLimits {
+        rate_per_minute: NonZeroU32::new(rate_per_minute).unwrap(),
+        max_following: NonZeroU32::new(max_following).unwrap(),
+    }
+}
+
+/// The sort key of the rate window that `at` falls in.
+fn window_sk(at: OffsetDateTime) -> String {
+    let seconds = at.unix_timestamp();
+    format!("LIMIT#FOLLOW#{}", seconds - seconds.rem_euclid(60))
+}
+
+/// Every item but the rate windows: what the graph holds.
+fn graph_items(items: Vec<Item>) -> Vec<Item> {
+    items
+        .into_iter()
+        .filter(|item| !get_s(item, "sk").unwrap().starts_with("LIMIT#"))
+        .collect()
+}
+
+#[tokio::test]
+async fn failed_conditions_are_named_and_write_nothing() {
+    let f = Fixture::new(&["ada", "bob", "gone"]).await;
+    f.deactivate("gone").await;
+    let before = f.all_items().await.len();
     assert_eq!(
-        f.store.follow(&change("newbie", "bob")).await.unwrap(),
+        f.store
+            .follow(&graph_change("newbie", "bob"), 1_000)
+            .await
+            .unwrap(),
         FollowWrite::NoFollowerProfile
     );
+    let attempt = Attempt::new(&id("ada"), &LIMITS, NOW);
     assert_eq!(
-        f.store.unfollow(&change("ada", "bob")).await.unwrap(),
+        f.store
+            .unfollow(&graph_change("ada", "bob"), &attempt)
+            .await
+            .unwrap(),
         UnfollowWrite::NotFollowing
     );
-    assert_eq!(f.all_items().await.len(), before);
+    assert_eq!(
+        f.all_items().await.len(),
+        before,
+        "a cancelled unfollow counts nothing either"
+    );
 
     // Through the domain, the read of the target tells the two target failures apart, and
-    // neither writes anything.
-    let err = follow::follow(&f.store, &pair("ada", "nobody"), NOW)
+    // neither writes anything but the attempt's count in the caller's window.
+    let err = follow::follow(&f.store, &pair("ada", "nobody"), &LIMITS, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
-    let err = follow::follow(&f.store, &pair("ada", "gone"), NOW)
+    let err = follow::follow(&f.store, &pair("ada", "gone"), &LIMITS, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
-    let err = follow::follow(&f.store, &pair("newbie", "bob"), NOW)
+    let err = follow::follow(&f.store, &pair("newbie", "bob"), &LIMITS, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
-    assert_eq!(f.all_items().await.len(), before);
+    assert_eq!(graph_items(f.all_items().await).len(), before);
+    let ada = f.item("USER#ada", &window_sk(NOW)).await.unwrap();
+    assert_eq!(get_n::<u32>(&ada, "attempts").unwrap(), 2);
+    let newbie = f.item("USER#newbie", &window_sk(NOW)).await.unwrap();
+    assert_eq!(get_n::<u32>(&newbie, "attempts").unwrap(), 1);
+}
+
+#[tokio::test]
+async fn a_window_admits_its_limit_then_refuses_and_each_minute_and_user_has_its_own() {
+    let f = Fixture::new(&[]).await;
+    let limits = limits(3, 1_000);
+    let attempt = Attempt::new(&id("ada"), &limits, NOW);
+    for _ in 0..3 {
+        assert_eq!(
+            f.store.count_attempt(&attempt).await.unwrap(),
+            Counted::Admitted
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            f.store.count_attempt(&attempt).await.unwrap(),
+            Counted::Limited
+        );
+    }
+    let item = f.item("USER#ada", &window_sk(NOW)).await.unwrap();
+    let minute = datetime!(2026-11-30 18:00:00 UTC).unix_timestamp();
+    assert_eq!(
+        get_s(&item, "sk").unwrap(),
+        format!("LIMIT#FOLLOW#{minute}")
+    );
+    assert_eq!(
+        get_n::<u32>(&item, "attempts").unwrap(),
+        3,
+        "a refused attempt writes nothing"
+    );
+    assert_eq!(get_s(&item, "entity").unwrap(), "FOLLOW_RATE");
+    assert_eq!(get_n::<i64>(&item, "expiresAt").unwrap(), minute + 120);
+
+    let bob = Attempt::new(&id("bob"), &limits, NOW);
+    assert_eq!(
+        f.store.count_attempt(&bob).await.unwrap(),
+        Counted::Admitted
+    );
+    let next = Attempt::new(&id("ada"), &limits, NOW + time::Duration::minutes(1));
+    assert_eq!(
+        f.store.count_attempt(&next).await.unwrap(),
+        Counted::Admitted
+    );
+}
+
+#[tokio::test]
+async fn an_unfollow_counts_in_its_transaction_and_a_full_window_refuses_it_whole() {
+    let f = Fixture::new(&["ada", "bob", "cat"]).await;
+    let limits = limits(2, 1_000);
+    follow::follow(&f.store, &pair("ada", "bob"), &limits, NOW)
+        .await
+        .unwrap();
+    let state = follow::unfollow(&f.store, &pair("ada", "bob"), &limits, NOW)
+        .await
+        .unwrap();
+    assert!(state.changed);
+    let window = f.item("USER#ada", &window_sk(NOW)).await.unwrap();
+    assert_eq!(get_n::<u32>(&window, "attempts").unwrap(), 2);
+
+    // The next minute: a follow, then the window filled up; the unfollow is refused whole.
+    let later = NOW + time::Duration::minutes(1);
+    follow::follow(&f.store, &pair("ada", "bob"), &limits, later)
+        .await
+        .unwrap();
+    let attempt = Attempt::new(&id("ada"), &limits, later);
+    assert_eq!(
+        f.store.count_attempt(&attempt).await.unwrap(),
+        Counted::Admitted
+    );
+    let events = f.outbox_events().await.len();
+    for followee in ["bob", "cat"] {
+        let err = follow::unfollow(&f.store, &pair("ada", followee), &limits, later)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, FollowError::RateLimited { limit: 2, .. }),
+            "{followee}: {err:?}"
+        );
+    }
+    assert!(f.item("USER#ada", "FOLLOWS#bob").await.is_some());
+    assert_eq!(
+        get_n::<u64>(&f.profile("ada").await, "followingCount").unwrap(),
+        1
+    );
+    assert_eq!(f.outbox_events().await.len(), events);
+    let window = f.item("USER#ada", &window_sk(later)).await.unwrap();
+    assert_eq!(get_n::<u32>(&window, "attempts").unwrap(), 2);
+}
+
+#[tokio::test]
+async fn the_following_cap_is_a_condition_of_the_follow_transaction() {
+    let f = Fixture::new(&["ada", "bob", "cat", "dan"]).await;
+    let limits = limits(1_000, 2);
+    for user in ["bob", "cat"] {
+        follow::follow(&f.store, &pair("ada", user), &limits, NOW)
+            .await
+            .unwrap();
+    }
+    let err = follow::follow(&f.store, &pair("ada", "dan"), &limits, NOW)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FollowError::FollowingLimitReached { max: 2 }),
+        "{err:?}"
+    );
+    assert_eq!(
+        f.store
+            .follow(&graph_change("ada", "dan"), 2)
+            .await
+            .unwrap(),
+        FollowWrite::FollowingLimitReached
+    );
+    assert!(f.item("USER#ada", "FOLLOWS#dan").await.is_none());
+    assert_eq!(f.outbox_events().await.len(), 2);
+    // At the cap, following again answers the edge; unfollowing makes room.
+    let again = follow::follow(&f.store, &pair("ada", "bob"), &limits, NOW)
+        .await
+        .unwrap();
+    assert!(!again.changed);
+    follow::unfollow(&f.store, &pair("ada", "cat"), &limits, NOW)
+        .await
+        .unwrap();
+    assert!(
+        follow::follow(&f.store, &pair("ada", "dan"), &limits, NOW)
+            .await
+            .unwrap()
+            .changed
+    );
+    assert_eq!(
+        get_n::<u64>(&f.profile("ada").await, "followingCount").unwrap(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn concurrent_follows_never_pass_the_cap() {
+    let stars: Vec<String> = (0..8).map(|i| format!("star{i}")).collect();
+    let mut users: Vec<&str> = stars.iter().map(String::as_str).collect();
+    users.push("ada");
+    let f = Fixture::new(&users).await;
+    let limits = limits(1_000, 3);
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(stars.len()));
+    let tasks: Vec<_> = stars
+        .iter()
+        .map(|star| {
+            let (store, barrier, star) = (f.store.clone(), barrier.clone(), star.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                follow::follow(
+                    &store,
+                    &pair("ada", &star),
+                    &limits,
+                    OffsetDateTime::now_utc(),
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut followed = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(state) => {
+                assert!(state.changed);
+                followed += 1;
+            }
+            // The transactions all hold ada's profile: some may conflict through every retry.
+            Err(FollowError::FollowingLimitReached { max: 3 } | FollowError::Busy) => {}
+            Err(err) => panic!("{err:?}"),
+        }
+    }
+    let count: usize = get_n(&f.profile("ada").await, "followingCount").unwrap();
+    let edges = f
+        .all_items()
+        .await
+        .iter()
+        .filter(|item| get_s(item, "sk").unwrap().starts_with("FOLLOWS#"))
+        .count();
+    assert!(followed <= 3, "{followed} follows passed a cap of 3");
+    assert_eq!((count, edges), (followed, followed));
 }
 
 #[tokio::test]
@@ -259,7 +487,13 @@ async fn concurrent_follows_of_one_user_never_conflict_even_without_retries() {
             let (store, barrier, fan) = (store.clone(), barrier.clone(), fan.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                follow::follow(&store, &pair(&fan, "star"), OffsetDateTime::now_utc()).await
+                follow::follow(
+                    &store,
+                    &pair(&fan, "star"),
+                    &LIMITS,
+                    OffsetDateTime::now_utc(),
+                )
+                .await
             })
         })
         .collect();
@@ -324,18 +558,27 @@ impl GraphStore for DeactivatedAfterRead<'_> {
         status
     }
 
+    async fn count_attempt(
+        &self,
+        attempt: &Attempt,
+    ) -> Result<Counted, app::social::profile::StoreError> {
+        self.fixture.store.count_attempt(attempt).await
+    }
+
     async fn follow(
         &self,
         change: &GraphChange,
+        max_following: u32,
     ) -> Result<FollowWrite, app::social::profile::StoreError> {
-        self.fixture.store.follow(change).await
+        self.fixture.store.follow(change, max_following).await
     }
 
     async fn unfollow(
         &self,
         change: &GraphChange,
+        attempt: &Attempt,
     ) -> Result<UnfollowWrite, app::social::profile::StoreError> {
-        self.fixture.store.unfollow(change).await
+        self.fixture.store.unfollow(change, attempt).await
     }
 
     async fn followed_at(
@@ -364,7 +607,7 @@ async fn a_follow_racing_a_deactivation_is_ordered_before_it_and_later_ones_are_
     let f = Fixture::new(&["ada", "bob", "cat"]).await;
     let racing = DeactivatedAfterRead { fixture: &f };
     // ada's follow read bob active; bob was deactivated before its transaction committed.
-    let state = follow::follow(&racing, &pair("ada", "bob"), NOW)
+    let state = follow::follow(&racing, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
     assert!(state.changed);
@@ -374,7 +617,7 @@ async fn a_follow_racing_a_deactivation_is_ordered_before_it_and_later_ones_are_
     assert_eq!(f.outbox_events().await.len(), 1);
 
     // A follow that reads after the deactivation is refused and writes nothing.
-    let err = follow::follow(&f.store, &pair("cat", "bob"), NOW)
+    let err = follow::follow(&f.store, &pair("cat", "bob"), &LIMITS, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
@@ -389,14 +632,14 @@ async fn a_follow_racing_a_deactivation_is_ordered_before_it_and_later_ones_are_
 #[tokio::test]
 async fn an_unfollow_deletes_the_edge_decrements_and_emits_once() {
     let f = Fixture::new(&["ada", "bob"]).await;
-    follow::follow(&f.store, &pair("ada", "bob"), NOW)
+    follow::follow(&f.store, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
-    let state = follow::unfollow(&f.store, &pair("ada", "bob"), NOW)
+    let state = follow::unfollow(&f.store, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
     assert!(state.changed);
-    let again = follow::unfollow(&f.store, &pair("ada", "bob"), NOW)
+    let again = follow::unfollow(&f.store, &pair("ada", "bob"), &LIMITS, NOW)
         .await
         .unwrap();
     assert!(!again.changed);
@@ -421,16 +664,21 @@ async fn lists_are_newest_first_with_names_and_cursors_that_only_fit_their_list(
     let f = Fixture::new(&users).await;
     for (minute, follower) in followers.iter().enumerate() {
         let at = NOW + time::Duration::minutes(minute as i64);
-        follow::follow(&f.store, &pair(follower, "star"), at)
+        follow::follow(&f.store, &pair(follower, "star"), &LIMITS, at)
             .await
             .unwrap();
     }
-    follow::follow(&f.store, &pair("ada", "star"), NOW)
+    follow::follow(&f.store, &pair("ada", "star"), &LIMITS, NOW)
         .await
         .unwrap();
-    follow::follow(&f.store, &pair("ada", "u1"), NOW + time::Duration::hours(1))
-        .await
-        .unwrap();
+    follow::follow(
+        &f.store,
+        &pair("ada", "u1"),
+        &LIMITS,
+        NOW + time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
     // A follower whose profile is gone is still listed, without a name.
     f.client
         .delete_item()
@@ -527,9 +775,9 @@ async fn concurrent_follows_and_unfollows_of_one_pair_keep_the_counter_equal_to_
                 let relationship = pair("ada", "bob");
                 let now = OffsetDateTime::now_utc();
                 let result = if (task + round) % 2 == 0 {
-                    follow::follow(&store, &relationship, now).await
+                    follow::follow(&store, &relationship, &LIMITS, now).await
                 } else {
-                    follow::unfollow(&store, &relationship, now).await
+                    follow::unfollow(&store, &relationship, &LIMITS, now).await
                 };
                 match result {
                     Ok(_) | Err(FollowError::Busy) => {}

@@ -54,7 +54,8 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     ("PutProfileFunction", &[(SOCIAL, &["dynamodb:UpdateItem"])]),
     // get_profile.
     ("GetUserFunction", &[(SOCIAL, &["dynamodb:GetItem"])]),
-    // follow: GetItem (the target's status, followed_at), then a transaction of the
+    // follow: GetItem (the target's status, followed_at, the follower's count after a
+    // refusal) beside UpdateItem (the caller's rate window), then a transaction of the
     // follower's items only: Put (edge, outbox), Update (counter).
     (
         "FollowFunction",
@@ -67,7 +68,8 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             ],
         )],
     ),
-    // unfollow: a transaction of Delete (edge), Update (counter), Put (outbox).
+    // unfollow: a transaction of Delete (edge), Update (counter, rate window), Put (outbox);
+    // UpdateItem of the rate window alone when there was nothing to unfollow.
     (
         "UnfollowFunction",
         &[(

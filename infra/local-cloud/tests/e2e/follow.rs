@@ -182,6 +182,114 @@ async fn a_burst_of_follows_on_a_celebrity_counts_exactly() {
     cloud.stop().await;
 }
 
+/// Waits, if need be, until at least `needed` is left of the current minute, so that what
+/// follows falls in one window of the follow rate limit (windows are clock minutes).
+async fn within_one_rate_window(needed: Duration) {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let into_minute = Duration::from_millis((since_epoch.as_millis() % 60_000) as u64);
+    let left = Duration::from_secs(60) - into_minute;
+    if left < needed {
+        tokio::time::sleep(left + Duration::from_millis(200)).await;
+    }
+}
+
+fn error_of(answer: &(u16, Value)) -> (u16, &str, &str) {
+    let (status, body) = answer;
+    (
+        *status,
+        body["error"]["code"].as_str().unwrap_or_default(),
+        body["error"]["message"].as_str().unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_follow_burst_meets_the_rate_limit_and_the_following_cap_its_409() {
+    const RATE: usize = 8;
+    let mut options = options(&unique_stack());
+    // Small limits, so that a test meets them: the parameters as an operator sets them.
+    options
+        .parameter_overrides
+        .insert("FollowRatePerMinute".to_owned(), RATE.to_string());
+    options
+        .parameter_overrides
+        .insert("MaxFollowing".to_owned(), "3".to_owned());
+    let cloud = start(options).await;
+    for user in ["t0", "t1", "t2", "t3"] {
+        sign_up(&cloud, user).await;
+    }
+    let collector = sign_up(&cloud, "collector").await;
+    let bot = sign_up(&cloud, "bot").await;
+    let ann = sign_up(&cloud, "ann").await;
+
+    // The cap: three followings, a fourth is refused; following one of them again is fine,
+    // and unfollowing makes room. Seven attempts, within the rate.
+    within_one_rate_window(Duration::from_secs(20)).await;
+    for user in ["t0", "t1", "t2"] {
+        let (status, body) = collector
+            .call("PUT", &format!("/users/{user}/follow"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let refused = collector.call("PUT", "/users/t3/follow", None).await;
+    let (status, code, message) = error_of(&refused);
+    assert_eq!(
+        (status, code),
+        (409, "FOLLOWING_LIMIT_REACHED"),
+        "{refused:?}"
+    );
+    assert!(message.contains("you already follow 3 users"), "{message}");
+    let (status, again) = collector.call("PUT", "/users/t0/follow", None).await;
+    assert_eq!(
+        (status, &again["following"]),
+        (200, &json!(true)),
+        "{again}"
+    );
+    let (status, body) = collector.call("DELETE", "/users/t2/follow", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = collector.call("PUT", "/users/t3/follow", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, me) = collector.call("GET", "/users/collector", None).await;
+    assert_eq!(me["followingCount"], 3, "{me}");
+
+    // The rate: a bot re-following one user as fast as it can. Every attempt counts, the
+    // idempotent ones too: the first RATE pass, the rest of the minute's are 429s, and its
+    // unfollow too; another user's follows meanwhile are untouched.
+    within_one_rate_window(Duration::from_secs(20)).await;
+    let mut answers = Vec::new();
+    for _ in 0..RATE + 4 {
+        answers.push(bot.call("PUT", "/users/t0/follow", None).await);
+    }
+    let (status, body) = ann.call("PUT", "/users/t0/follow", None).await;
+    assert_eq!(status, 200, "another user's window: {body}");
+    answers.push(bot.call("DELETE", "/users/t0/follow", None).await);
+    for (i, answer) in answers.iter().enumerate() {
+        if i < RATE {
+            assert_eq!(answer.0, 200, "attempt {i}: {answer:?}");
+            continue;
+        }
+        let (status, code, message) = error_of(answer);
+        assert_eq!(
+            (status, code),
+            (429, "RATE_LIMITED"),
+            "attempt {i}: {answer:?}"
+        );
+        assert!(
+            message.starts_with(&format!(
+                "too many follows and unfollows: at most {RATE} a minute; try again in"
+            )),
+            "{message}"
+        );
+    }
+    let (_, me) = bot.call("GET", "/users/bot", None).await;
+    assert_eq!(
+        me["followingCount"], 1,
+        "the refused unfollow changed nothing: {me}"
+    );
+    cloud.stop().await;
+}
+
 /// Sends the same request as each of `callers` at once: a burst, not a sequence.
 pub(crate) async fn burst(
     callers: Vec<Api>,

@@ -394,7 +394,13 @@ async fn a_relay_failing_for_a_while_delivers_everything_once_in_order() {
 
 #[tokio::test]
 async fn concurrent_follow_and_unfollow_keep_counts_equal_to_edges() {
-    let cloud = start(options(&unique_stack())).await;
+    let mut options = options(&unique_stack());
+    // alice's 24 attempts at once test concurrency, not abuse: lifted well above the follow
+    // rate limit's default (30 a minute), which they would come close to.
+    options
+        .parameter_overrides
+        .insert("FollowRatePerMinute".to_owned(), "1000".to_owned());
+    let cloud = start(options).await;
     let bob = sign_up(&cloud, "bob").await;
     let alice = sign_up(&cloud, "alice").await;
     // One pair: 12 follows and 12 unfollows at once.
