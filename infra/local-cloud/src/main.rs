@@ -54,6 +54,7 @@ enum Command {
             env = "LOCAL_CLOUD_ROUTE_THROTTLING",
             value_name = "on|off",
             default_value = "on",
+            action = clap::ArgAction::Set,
             value_parser = parse_switch
         )]
         route_throttling: bool,
@@ -328,4 +329,31 @@ async fn shutdown_signal() -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route_throttling(args: &[&str]) -> Result<bool, clap::Error> {
+        let cli = Cli::try_parse_from(["local-cloud", "up"].iter().chain(args))?;
+        match cli.command {
+            Command::Up {
+                route_throttling, ..
+            } => Ok(route_throttling),
+            _ => unreachable!("an up command"),
+        }
+    }
+
+    #[test]
+    fn route_throttling_is_on_unless_lifted() {
+        // Whatever the environment of the test run says, an explicit value wins.
+        assert!(route_throttling(&["--route-throttling", "on"]).unwrap());
+        assert!(!route_throttling(&["--route-throttling", "off"]).unwrap());
+        assert!(!route_throttling(&["--route-throttling=OFF", "--quiet"]).unwrap());
+        assert!(route_throttling(&["--route-throttling", "maybe"]).is_err());
+        if std::env::var_os("LOCAL_CLOUD_ROUTE_THROTTLING").is_none() {
+            assert!(route_throttling(&[]).unwrap());
+        }
+    }
 }
