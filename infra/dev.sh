@@ -5,6 +5,8 @@
 # sources of template.yaml until Ctrl-C, which stops everything this started.
 #
 # Extra arguments go to `local-cloud up`, e.g. `make dev ARGS="--instances 4 --quiet"`.
+# The template's route throttling is enforced, as in AWS; for a load test above it,
+# `make dev ARGS="--route-throttling off"` (or LOCAL_CLOUD_ROUTE_THROTTLING=off) lifts it.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -6,6 +6,9 @@
 # the runner by its PID, whatever the command's outcome.
 #
 #   LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh
+#
+# The runner enforces the template's route throttling, as API Gateway does; the smoke stays
+# far below it. A command that needs more sets LOCAL_CLOUD_ROUTE_THROTTLING=off.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -22,7 +22,7 @@ if [[ ${1:-} == --with-emulators ]]; then
     log=.local/bench/runner.log
     target/release/local-cloud up --template infra/local-cloud/fixtures/template.yaml \
         --binaries-dir target/release --address "127.0.0.1:$port" --instances 4 --quiet \
-        --stack-name "bench$$" >"$log" 2>&1 &
+        --route-throttling off --stack-name "bench$$" >"$log" 2>&1 &
     runner=$!
     trap 'kill -INT $runner 2>/dev/null; wait $runner 2>/dev/null' EXIT
     for _ in $(seq 1 150); do

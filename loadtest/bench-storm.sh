@@ -6,6 +6,8 @@
 #   loadtest/bench-storm.sh [storm options]    # e.g. --attempts 20000 for a shorter run
 #
 # Environment: BENCH_INSTANCES (instances per function, default 4), BENCH_PORT (default 3902).
+# The runner's route throttling is lifted (`--route-throttling off`): the storm reads the detail
+# route far above the template's SaleDetailThrottlingRateLimit.
 # Everything is a release build; the emulators live in .local/bench and are stopped after,
 # with the runner and the CPU sampler, by PID.
 set -euo pipefail
@@ -23,7 +25,8 @@ if [[ ${1:-} == --with-emulators ]]; then
     log=$bench/storm-runner.log
     target/release/local-cloud up --template template.yaml --binaries-dir target/release \
         --quiet --instances "$instances" --address "127.0.0.1:$port" \
-        --parameter QueueVisibilityTimeoutSeconds=30 --stack-name "storm$$" >"$log" 2>&1 &
+        --parameter QueueVisibilityTimeoutSeconds=30 --route-throttling off \
+        --stack-name "storm$$" >"$log" 2>&1 &
     runner=$!
     sampler=
     cleanup() {
@@ -152,7 +155,8 @@ Command: `loadtest/bench-storm.sh{(' ' + args) if args else ''}`, which runs
 cargo build --release --workspace --bins
 LOCAL_STATE=.local/bench infra/run-with-emulators.sh ...   # moto + Redis in .local/bench
 target/release/local-cloud up --template template.yaml --binaries-dir target/release --quiet \\
-    --instances {os.environ['BENCH_INSTANCES']} --address 127.0.0.1:{os.environ['BENCH_PORT']} --parameter QueueVisibilityTimeoutSeconds=30
+    --instances {os.environ['BENCH_INSTANCES']} --address 127.0.0.1:{os.environ['BENCH_PORT']} --parameter QueueVisibilityTimeoutSeconds=30 \\
+    --route-throttling off
 {cmd}
 ```
 

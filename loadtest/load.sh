@@ -13,6 +13,11 @@
 # MAX_ERROR_RATE, THINK_TIME, and per scenario those in loadtest/artillery/follow.js and
 # seckill.js. The JSON report goes to loadtest/results/artillery-<scenario>.json; the summary
 # is printed. Exit status non-zero when a threshold or the flash-sale check fails.
+#
+# Route throttling (template.yaml's *ThrottlingRateLimit/*ThrottlingBurstLimit) answers 429
+# beyond its limits, locally as in AWS. Above them, lift it: locally with
+# `make dev ARGS="--route-throttling off"`; on a stack, deploy it with higher limits (README,
+# "Throttling").
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -190,6 +190,7 @@ mod tests {
             method: method.into(),
             path: path.into(),
             authorizer: None,
+            throttle: None,
         }
     }
 

@@ -39,6 +39,9 @@ pub struct CloudOptions {
     pub disabled_sources: Vec<String>,
     /// Faults to inject on purpose (see [`crate::faults`]); none by default.
     pub faults: FaultPlan,
+    /// Whether the HTTP API enforces the template's route throttling (`DefaultRouteSettings`,
+    /// `RouteSettings`) as API Gateway does: on, unless a load test lifts it.
+    pub route_throttling: bool,
 }
 
 /// Variables of the runner's own environment that the functions get too: where the
@@ -192,8 +195,12 @@ impl LocalCloud {
                 .with_context(|| format!("function {} did not start", spec.name))?;
             for event in &spec.events {
                 if let EventSpec::Http(route) = event {
+                    let mut spec = route.clone();
+                    if !options.route_throttling {
+                        spec.throttle = None;
+                    }
                     routes.push(Route {
-                        spec: route.clone(),
+                        spec,
                         function: handle.clone(),
                     });
                 }

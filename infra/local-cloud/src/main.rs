@@ -46,6 +46,18 @@ enum Command {
         /// Deliver every SQS batch twice, the second time in another order.
         #[arg(long)]
         sqs_duplicate: bool,
+        /// Enforce the template's route throttling (429 `{"message":"Too Many Requests"}`),
+        /// as API Gateway does: `on`; `off` lifts it for a load test that needs more than
+        /// the template allows.
+        #[arg(
+            long,
+            env = "LOCAL_CLOUD_ROUTE_THROTTLING",
+            value_name = "on|off",
+            default_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = parse_switch
+        )]
+        route_throttling: bool,
     },
     /// Only create the template's tables and queues, e.g. in LocalStack for
     /// `sam local start-api`, and optionally write its `--env-vars` file.
@@ -128,6 +140,7 @@ impl StackArgs {
             function_env: cloud::function_env_from_process(),
             disabled_sources: Vec::new(),
             faults: FaultPlan::default(),
+            route_throttling: true,
         }
     }
 }
@@ -136,6 +149,14 @@ fn parse_pair(raw: &str) -> Result<(String, String), String> {
     raw.split_once('=')
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .ok_or_else(|| format!("expected NAME=VALUE, got {raw:?}"))
+}
+
+fn parse_switch(raw: &str) -> Result<bool, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("expected on or off, got {raw:?}")),
+    }
 }
 
 fn jwt_secret() -> Vec<u8> {
@@ -273,9 +294,14 @@ async fn main() -> anyhow::Result<()> {
             disabled_sources,
             faults,
             sqs_duplicate,
+            route_throttling,
         } => {
             let mut options = stack.options(address, instances, binaries_dir, quiet);
             options.disabled_sources = disabled_sources;
+            options.route_throttling = route_throttling;
+            if !route_throttling {
+                println!("route throttling lifted: the template's route limits are not enforced");
+            }
             for switch in &faults {
                 options.faults.add(switch)?;
             }
@@ -303,4 +329,31 @@ async fn shutdown_signal() -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route_throttling(args: &[&str]) -> Result<bool, clap::Error> {
+        let cli = Cli::try_parse_from(["local-cloud", "up"].iter().chain(args))?;
+        match cli.command {
+            Command::Up {
+                route_throttling, ..
+            } => Ok(route_throttling),
+            _ => unreachable!("an up command"),
+        }
+    }
+
+    #[test]
+    fn route_throttling_is_on_unless_lifted() {
+        // Whatever the environment of the test run says, an explicit value wins.
+        assert!(route_throttling(&["--route-throttling", "on"]).unwrap());
+        assert!(!route_throttling(&["--route-throttling", "off"]).unwrap());
+        assert!(!route_throttling(&["--route-throttling=OFF", "--quiet"]).unwrap());
+        assert!(route_throttling(&["--route-throttling", "maybe"]).is_err());
+        if std::env::var_os("LOCAL_CLOUD_ROUTE_THROTTLING").is_none() {
+            assert!(route_throttling(&[]).unwrap());
+        }
+    }
 }

@@ -92,6 +92,21 @@ pub struct HttpRoute {
     pub path: String,
     /// `None` when the route has `Auth.Authorizer: NONE` or the API has no authorizer.
     pub authorizer: Option<JwtAuthorizer>,
+    /// The stage's throttling of this route: its own `RouteSettings` entry, else the API's
+    /// `DefaultRouteSettings`. `None` when neither sets a limit: in AWS only the account's
+    /// regional quota, which the template does not describe, then applies.
+    pub throttle: Option<RouteThrottle>,
+}
+
+/// An HTTP API route's throttling, a token bucket as API Gateway keeps it per route for all
+/// clients together: `burst` tokens at most, refilled at `rate_per_second`; a request takes
+/// one or is answered 429.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteThrottle {
+    /// `ThrottlingRateLimit` (a double: 0.5 is one request every two seconds).
+    pub rate_per_second: f64,
+    /// `ThrottlingBurstLimit`.
+    pub burst: u32,
 }
 
 /// The HttpApi's JWT authorizer as configured in the template. Locally, tokens are verified

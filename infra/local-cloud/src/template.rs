@@ -15,6 +15,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_yaml::{Mapping, Value};
 
+mod throttling;
+
 use crate::model::{
     EventSpec, FunctionSpec, HttpRoute, IndexSpec, JwtAuthorizer, Model, QueueSpec, ScheduleSource,
     SqsSource, StreamSource, TableSpec, TopicSource,
@@ -86,6 +88,7 @@ pub(crate) fn load_str(
         mappings: section("Mappings")?,
         evaluated: RefCell::default(),
         evaluating: RefCell::default(),
+        api_routes: RefCell::default(),
     };
     let declared = section("Resources")?;
     if declared.is_empty() {
@@ -175,6 +178,7 @@ pub(crate) fn load_str(
             model.functions.push(function);
         }
     }
+    resolver.check_route_settings(&apis)?;
     Ok(model)
 }
 
@@ -395,6 +399,9 @@ struct Resolver<'t> {
     mappings: &'t Mapping,
     evaluated: RefCell<BTreeMap<String, bool>>,
     evaluating: RefCell<BTreeSet<String>>,
+    /// The route keys of the events on each HttpApi (by where its settings are, e.g.
+    /// `resource HttpApi`), which its `RouteSettings` may name.
+    api_routes: RefCell<BTreeMap<String, BTreeSet<String>>>,
 }
 
 /// The intrinsic function a value is, if it is one: `(long name, argument)`. Short forms are
@@ -1446,12 +1453,41 @@ impl<'t> Resolver<'t> {
             Some((name, _)) if name == "NONE" => None,
             Some((name, at)) => Some(self.authorizer(&api, &name, &at)?),
         };
+        let route_key = throttling::route_key(&method, &path);
+        let throttle = throttling::route_throttle(&api, props, &route_key)?;
+        self.api_routes
+            .borrow_mut()
+            .entry(throttling::api_name(&api))
+            .or_default()
+            .insert(route_key);
         Ok(HttpRoute {
             event_name,
             method,
             path,
             authorizer,
+            throttle,
         })
+    }
+
+    /// Each API's `RouteSettings` name only routes it has; SAM's implicit API is checked when
+    /// a route uses it, since only then does it exist.
+    fn check_route_settings(&self, apis: &Apis) -> anyhow::Result<()> {
+        let routes = self.api_routes.borrow();
+        let none = BTreeSet::new();
+        for (id, settings) in &apis.explicit {
+            let api = Node {
+                r: self,
+                value: Cow::Owned(Value::Mapping(settings.clone())),
+                at: At::new(format!("resource {id}")),
+            };
+            let on_api = routes.get(&throttling::api_name(&api)).unwrap_or(&none);
+            throttling::check_route_keys(self, &api, on_api)?;
+        }
+        let implicit = Node::borrowed(self, &apis.implicit, At::new("Globals.HttpApi"));
+        if let Some(on_api) = routes.get(&throttling::api_name(&implicit)) {
+            throttling::check_route_keys(self, &implicit, on_api)?;
+        }
+        Ok(())
     }
 
     fn authorizer(&self, api: &Node<'_>, name: &str, at: &At) -> anyhow::Result<JwtAuthorizer> {
@@ -2083,18 +2119,21 @@ Resources:
                     method: "GET".into(),
                     path: "/items/{itemId}".into(),
                     authorizer: jwt("LocalJwt"),
+                    throttle: None,
                 }),
                 EventSpec::Http(HttpRoute {
                     event_name: "Mixed".into(),
                     method: "POST".into(),
                     path: "/items/{itemId}/parts/{partId}".into(),
                     authorizer: jwt("LocalJwt"),
+                    throttle: None,
                 }),
                 EventSpec::Http(HttpRoute {
                     event_name: "Public".into(),
                     method: "ANY".into(),
                     path: "/public/{proxy+}".into(),
                     authorizer: None,
+                    throttle: None,
                 }),
             ],
         };
@@ -2172,6 +2211,11 @@ Resources:
             method: "PUT".into(),
             path: "/users/me".into(),
             authorizer: jwt("CognitoJwt"),
+            // The stage default (throttling's own tests cover the rest).
+            throttle: Some(crate::model::RouteThrottle {
+                rate_per_second: 4_000.0,
+                burst: 2_000,
+            }),
         })));
         for function in &model.functions {
             assert!(
@@ -2562,6 +2606,7 @@ Resources:
                     name: "Jwt".into(),
                     identity_source: "$request.header.X-Token".into(),
                 }),
+                throttle: None,
             })
         );
         let EventSpec::Stream(stream) = &f.events[1] else {

@@ -7,10 +7,12 @@
 //! - `router`: which route a request takes.
 //! - `event`: the request event sent to the function.
 //! - `response`: the HTTP response made of the function's answer, and the gateway's errors.
+//! - `throttle`: the token bucket of a throttled route.
 
 mod event;
 mod response;
 mod router;
+mod throttle;
 
 use crate::jwt;
 use crate::model::HttpRoute;
@@ -32,7 +34,8 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use throttle::TokenBucket;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -47,7 +50,8 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 
 const APIGW_REQUEST_ID: HeaderName = HeaderName::from_static("apigw-requestid");
 
-/// An HTTP API route and the function behind it.
+/// An HTTP API route and the function behind it. The route's `spec.throttle` is enforced:
+/// clear it to serve the route unthrottled.
 #[derive(Clone, Debug)]
 pub struct Route {
     pub spec: HttpRoute,
@@ -130,6 +134,8 @@ struct Target {
     route_key: Box<str>,
     function: FunctionHandle,
     identity: Option<IdentitySource>,
+    /// `None` for a route without throttling.
+    bucket: Option<TokenBucket>,
 }
 
 struct Gateway {
@@ -167,6 +173,10 @@ impl Gateway {
                     route_key,
                     function: route.function,
                     identity,
+                    bucket: route
+                        .spec
+                        .throttle
+                        .map(|limits| TokenBucket::new(limits, Instant::now())),
                 })
             })
             .collect::<anyhow::Result<_>>()?;
@@ -198,6 +208,15 @@ impl Gateway {
             return response::not_found();
         };
         let target = &self.targets[matched.target];
+        // Throttling comes first, as in API Gateway: a throttled request costs no token
+        // check and no invocation.
+        if target
+            .bucket
+            .as_ref()
+            .is_some_and(|bucket| !bucket.admit(Instant::now()))
+        {
+            return response::too_many_requests();
+        }
         let claims = match &target.identity {
             None => None,
             Some(source) => match self.authorize(source, &parts) {

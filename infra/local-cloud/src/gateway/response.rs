@@ -38,6 +38,14 @@ pub(crate) fn too_large() -> HttpResponse {
     )
 }
 
+/// A request turned away by the route's throttling.
+pub(crate) fn too_many_requests() -> HttpResponse {
+    message(
+        StatusCode::TOO_MANY_REQUESTS,
+        r#"{"message":"Too Many Requests"}"#,
+    )
+}
+
 pub(crate) fn bad_request() -> HttpResponse {
     message(StatusCode::BAD_REQUEST, r#"{"message":"Bad Request"}"#)
 }

@@ -224,3 +224,46 @@ fn the_error_body_is_the_contract_one() {
     );
     assert_eq!(error["additionalProperties"], false);
 }
+
+/// Whether `schema` is, or offers through `anyOf`/`oneOf`, API Gateway's `{"message"}` body.
+fn accepts_gateway_message(doc: &Value, schema: &Value) -> bool {
+    let schema = resolve(doc, schema);
+    if schema == &doc["components"]["schemas"]["GatewayMessage"] {
+        return true;
+    }
+    ["anyOf", "oneOf"].iter().any(|key| {
+        schema
+            .get(*key)
+            .and_then(Value::as_sequence)
+            .is_some_and(|list| list.iter().any(|s| accepts_gateway_message(doc, s)))
+    })
+}
+
+#[test]
+fn every_throttled_route_documents_the_gateways_429() {
+    let doc = yaml("openapi.yaml");
+    let model = project_model(&[]);
+    let mut throttled = 0;
+    for function in &model.functions {
+        for event in &function.events {
+            let EventSpec::Http(route) = event else {
+                continue;
+            };
+            if route.throttle.is_none() {
+                continue;
+            }
+            throttled += 1;
+            let name = format!("{} {}", route.method, route.path);
+            let operation =
+                &doc["paths"][route.path.as_str()][route.method.to_lowercase().as_str()];
+            let response = resolve(&doc, &operation["responses"]["429"]);
+            let schema = &response["content"]["application/json"]["schema"];
+            assert!(
+                accepts_gateway_message(&doc, schema),
+                "{name} is throttled by the template: openapi.yaml must document API Gateway's \
+                 429 {{\"message\": \"Too Many Requests\"}}"
+            );
+        }
+    }
+    assert!(throttled > 0, "the template throttles no route");
+}

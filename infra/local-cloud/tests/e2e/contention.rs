@@ -167,6 +167,9 @@ async fn a_celebrity_storm_answers_every_follow_and_counts_exactly_under_conflic
     let mut options = options(&unique_stack());
     // Parallel batches: each consumer runs min(MaximumConcurrency, instances) at once.
     options.instances = 3;
+    // CONTENTION_FANS sizes the storm: it tests exactness under conflicts, and a 429 from the
+    // route limits (tested in throttling.rs) would be a follow that never happened.
+    options.route_throttling = false;
     for writer in SOCIAL_WRITERS {
         options.faults.add(&format!("{writer}:proxy")).unwrap();
     }
@@ -326,6 +329,10 @@ async fn a_sale_storm_confirms_exactly_the_stock_with_parallel_order_batches() {
     // debug builds (the tests' usual 2 s would give 21 s, and late orders would be released:
     // the grace period exists for exactly that, see README, Reconciliation).
     options.instances = 2;
+    // CONTENTION_BUYERS sizes the storm, and a machine that admits orders faster than
+    // PlaceOrderThrottlingRateLimit would meet 429s, counted here as rejections: this test is
+    // about exactness under conflicts; route throttling has its own (throttling.rs).
+    options.route_throttling = false;
     options
         .parameter_overrides
         .insert("QueueVisibilityTimeoutSeconds".to_owned(), "20".to_owned());

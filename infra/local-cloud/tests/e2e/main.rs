@@ -13,3 +13,4 @@ mod redis_loss;
 mod reliability;
 mod seckill;
 mod support;
+mod throttling;

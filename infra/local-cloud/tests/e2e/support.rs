@@ -45,6 +45,7 @@ pub fn options(stack: &str) -> CloudOptions {
         function_env: function_env_from_process(),
         disabled_sources: Vec::new(),
         faults: Default::default(),
+        route_throttling: true,
     }
 }
 

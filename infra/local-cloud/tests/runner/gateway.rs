@@ -11,7 +11,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use local_cloud::gateway::{self, Route};
 use local_cloud::jwt;
-use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer};
+use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer, RouteThrottle};
 use local_cloud::runtime::{FunctionHandle, Runtime, RuntimeOptions};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
@@ -32,6 +32,7 @@ fn route(event_name: &str, method: &str, path: &str, authorizer: bool) -> EventS
             name: "LocalJwt".into(),
             identity_source: "$request.header.Authorization".into(),
         }),
+        throttle: None,
     })
 }
 
@@ -565,6 +566,72 @@ async fn reserved_concurrency_caps_instances() {
     let reply = api.get("/hello").await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body, "hello");
+    api.stop().await;
+}
+
+/// A throttled route turns requests away with API Gateway's 429 once its burst is spent,
+/// before the authorizer and without invoking the function; other routes keep their own
+/// buckets; tokens come back at the rate.
+#[tokio::test]
+async fn a_throttled_route_answers_429_without_invoking_once_its_burst_is_spent() {
+    let mut echo = echo_function(&unique("gw"));
+    for event in &mut echo.events {
+        if let EventSpec::Http(route) = event
+            && route.path == "/items/{itemId}"
+        {
+            route.throttle = Some(RouteThrottle {
+                rate_per_second: 5.0,
+                burst: 3,
+            });
+        }
+    }
+    let api = spawn_api(vec![echo], 1, false).await;
+    let token = token("alice", &[]);
+
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(api.get_with_token("/items/1", &token).await.status);
+    }
+    assert_eq!(
+        &statuses[..3],
+        [StatusCode::OK; 3],
+        "the burst: {statuses:?}"
+    );
+    assert!(
+        statuses[3..].contains(&StatusCode::TOO_MANY_REQUESTS),
+        "beyond the burst: {statuses:?}"
+    );
+    let refused = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count() as u64;
+    assert_eq!(
+        api.function("EchoFunction").invocations(),
+        6 - refused,
+        "a throttled request never reaches the function"
+    );
+
+    // Throttled before the authorizer: no token at all is a 429 too, not a 401.
+    let mut without_token = api.get("/items/1").await;
+    while without_token.status == StatusCode::UNAUTHORIZED {
+        without_token = api.get("/items/1").await;
+    }
+    assert_eq!(without_token.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        without_token.json(),
+        json!({"message": "Too Many Requests"})
+    );
+    assert_eq!(without_token.headers["content-type"], "application/json");
+    assert!(without_token.headers.contains_key("apigw-requestid"));
+
+    // Another route of the same function has no limit of its own.
+    for _ in 0..10 {
+        assert_eq!(api.get("/public/x").await.status, StatusCode::OK);
+    }
+
+    // Five tokens a second: after 400 ms there is one again.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(api.get_with_token("/items/1", &token).await.status, 200);
     api.stop().await;
 }
 

@@ -60,6 +60,7 @@ pub async fn start_fixture_cloud() -> LocalCloud {
         function_env: function_env_from_process(),
         disabled_sources: Vec::new(),
         faults: Default::default(),
+        route_throttling: true,
     })
     .await
     .expect("the fixture cloud starts")
