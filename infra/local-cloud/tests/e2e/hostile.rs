@@ -150,7 +150,7 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
         (r#"{"displayName": "   "}"#, "displayName must be 1 to 50"),
         (
             r#"{"displayName": "a\u0000b"}"#,
-            "displayName must be 1 to 50",
+            "displayName must not contain U+0000: a control character",
         ),
     ] {
         let answer = raw.send("PUT", "/users/me", Some(&alice), body).await;
@@ -456,6 +456,149 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
     ] {
         let answer = raw.send("POST", &order, Some(&alice), body).await;
         assert_error(&answer, 400, "BAD_REQUEST", names, body);
+    }
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_accepted() {
+    let cloud = start(options(&unique_stack())).await;
+    let raw = Raw::new(&cloud);
+    let user = "textrules";
+    let token = bearer(&user_token(user, &[]));
+    let operator = bearer(&user_token("operator", &["admin"]));
+
+    // Each refused with the code point and the rule in the message.
+    let hostile = [
+        (
+            "a bidi override",
+            "Ann\u{202E}nimda",
+            "U+202E: an invisible format",
+        ),
+        (
+            "a bidi isolate",
+            "\u{2067}Ann",
+            "U+2067: an invisible format",
+        ),
+        (
+            "a zero-width space",
+            "Ad\u{200B}min",
+            "U+200B: an invisible format",
+        ),
+        (
+            "a zero width joiner in a word",
+            "Ad\u{200D}min",
+            "U+200D: a zero width joiner",
+        ),
+        (
+            "only zero-width characters",
+            "\u{200B}\u{200C}\u{2060}",
+            "U+200B",
+        ),
+        ("only a Hangul filler", "\u{3164}", "U+3164: a filler"),
+        (
+            "only Braille blanks",
+            "\u{2800}\u{2800}",
+            "U+2800: a filler",
+        ),
+        ("ASCII smuggled in tags", "Ann\u{E0061}\u{E0064}", "U+E0061"),
+        ("a no-break space", "Ann\u{00A0}Lee", "U+00A0: a separator"),
+        (
+            "a private-use character",
+            "Ann\u{E000}",
+            "U+E000: a private-use",
+        ),
+        (
+            "only combining marks",
+            "\u{0301}\u{0301}",
+            "U+0301: a combining mark",
+        ),
+        (
+            "zalgo",
+            "Z\u{0351}\u{036B}\u{0313}\u{036A}\u{0302}algo",
+            "U+036A: more than 3 combining marks",
+        ),
+    ];
+    for (what, name, names) in hostile {
+        let body = json!({ "displayName": name }).to_string();
+        let answer = raw.send("PUT", "/users/me", Some(&token), &body).await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, what);
+        let (_, body) = &answer;
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("displayName must not contain"),
+            "{what}: {body}"
+        );
+    }
+    let (status, _) = raw
+        .send("GET", &format!("/users/{user}"), Some(&token), "")
+        .await;
+    assert_eq!(status, 404, "none of them created the profile");
+
+    // Ordinary names of every script are stored, in NFC (a decomposed é is stored composed).
+    for (name, stored) in [
+        ("Jose\u{0301} Müller", "José Müller"),
+        ("  李小龍  ", "李小龍"),
+        ("محمد عبد الله", "محمد عبد الله"),
+        ("דוד", "דוד"),
+        ("Ann 👩🏽\u{200D}💻 🇫🇷", "Ann 👩🏽\u{200D}💻 🇫🇷"),
+    ] {
+        let body = json!({ "displayName": name }).to_string();
+        let (status, profile) = raw.send("PUT", "/users/me", Some(&token), &body).await;
+        assert_eq!(
+            (status, profile["displayName"].as_str()),
+            (200, Some(stored)),
+            "{name:?}: {profile}"
+        );
+        let (status, profile) = raw
+            .send("GET", &format!("/users/{user}"), Some(&token), "")
+            .await;
+        assert_eq!(
+            (status, profile["displayName"].as_str()),
+            (200, Some(stored)),
+            "{name:?} read back: {profile}"
+        );
+    }
+
+    // A sale's title follows the same rules, through the admin route.
+    for (title, names) in [
+        ("Phone\u{202E}99.0$", "title must not contain U+202E"),
+        ("\u{200B}", "title must not contain U+200B"),
+        ("\u{3164}\u{3164}", "title must not contain U+3164"),
+    ] {
+        let mut body = sale_body();
+        body["title"] = json!(title);
+        let answer = raw
+            .send(
+                "POST",
+                "/seckill/activities",
+                Some(&operator),
+                body.to_string(),
+            )
+            .await;
+        assert_error(&answer, 400, "BAD_REQUEST", names, title);
+    }
+    for (title, stored) in [
+        ("Cafe\u{0301} crème", "Café crème"),
+        ("限时抢购 手机", "限时抢购 手机"),
+    ] {
+        let mut body = sale_body();
+        body["title"] = json!(title);
+        let (status, sale) = raw
+            .send(
+                "POST",
+                "/seckill/activities",
+                Some(&operator),
+                body.to_string(),
+            )
+            .await;
+        assert_eq!(
+            (status, sale["title"].as_str()),
+            (201, Some(stored)),
+            "{title:?}: {sale}"
+        );
     }
     cloud.stop().await;
 }
