@@ -882,3 +882,90 @@ async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
     );
     cloud.stop().await;
 }
+
+/// Creates and publishes a sale like [`sale_body`]'s, but open from `starts` for an hour;
+/// answers its id.
+async fn published_sale(operator: &Api, starts: OffsetDateTime) -> String {
+    let mut body = sale_body();
+    body["startsAt"] = json!(rfc3339(starts));
+    body["endsAt"] = json!(rfc3339(starts + time::Duration::hours(1)));
+    let (status, sale) = operator
+        .call("POST", "/seckill/activities", Some(body))
+        .await;
+    assert_eq!(status, 201, "{sale}");
+    let id = sale["id"].as_str().unwrap().to_owned();
+    let (status, body) = operator
+        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    id
+}
+
+#[tokio::test]
+async fn every_order_attempt_counts_against_one_rate_limit_whatever_it_answers_and_on_any_sale() {
+    const LIMIT: usize = 4;
+    let stack = unique_stack();
+    let mut options = options(&stack);
+    options
+        .parameter_overrides
+        .insert("OrderRateLimitPerSecond".to_owned(), LIMIT.to_string());
+    let cloud = start(options).await;
+    let operator = Api::admin(&cloud, "operator");
+    let now = OffsetDateTime::now_utc();
+    let upcoming = published_sale(&operator, now + time::Duration::hours(1)).await;
+    let later = published_sale(&operator, now + time::Duration::hours(2)).await;
+    let open = published_sale(&operator, now - time::Duration::minutes(1)).await;
+    let unknown = uuid::Uuid::now_v7().to_string();
+    // The counter is the user's, on a Redis that other tests share: a user of this stack only.
+    let buyer = Api::new(&cloud, Some(&format!("prober-{stack}")));
+    let order = |sale: &str| {
+        let (buyer, path) = (buyer.clone(), format!("/seckill/activities/{sale}/orders"));
+        async move { buyer.call("POST", &path, None).await }
+    };
+
+    // LIMIT attempts that buy nothing, on three sales (two not started, one unknown), then one
+    // on the open sale: refused for the rate, though it would have been admitted. The window
+    // is a second from the first attempt; a round that took longer proves nothing, so it is
+    // tried again after the window expired.
+    let mut proven = false;
+    for _round in 0..5 {
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        let started = std::time::Instant::now();
+        let mut answers = Vec::new();
+        for sale in [&upcoming, &later, &unknown, &upcoming] {
+            answers.push(order(sale).await);
+        }
+        let refused = order(&open).await;
+        if started.elapsed() >= Duration::from_millis(1_000) {
+            continue;
+        }
+        for (i, (status, body)) in answers.iter().enumerate() {
+            let expected = if i == 2 {
+                (404, "NOT_FOUND")
+            } else {
+                (409, "NOT_STARTED")
+            };
+            assert_eq!(
+                (*status, body["error"]["code"].as_str().unwrap_or_default()),
+                expected,
+                "attempt {i}: {body}"
+            );
+        }
+        assert_eq!(refused.0, 429, "{}", refused.1);
+        assert_eq!(refused.1["error"]["code"], "RATE_LIMITED", "{}", refused.1);
+        proven = true;
+        break;
+    }
+    assert!(
+        proven,
+        "no round of {} attempts fit in one second",
+        LIMIT + 1
+    );
+
+    // The window over, the same order is admitted: the budget is back, nothing else was held
+    // against the buyer.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let (status, body) = order(&open).await;
+    assert_eq!(status, 202, "{body}");
+    cloud.stop().await;
+}
