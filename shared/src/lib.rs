@@ -18,6 +18,7 @@
 //! - [`clock`]: wall-clock time as RFC 3339.
 //! - [`events`]: the versioned event envelopes on the queues.
 //! - [`ids`]: identifiers parsed once at the boundary.
+//! - [`text`]: the rules for user-supplied names and titles (NFC, no invisible characters).
 //! - [`social`]: the follow product.
 //! - [`seckill`]: the flash-sale product.
 //!
@@ -41,6 +42,7 @@ pub mod script;
 pub mod seckill;
 pub mod social;
 pub mod telemetry;
+pub mod text;
 
 #[cfg(test)]
 mod testing;

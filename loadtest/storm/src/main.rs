@@ -67,7 +67,8 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     redis_connections: usize,
     /// The reserve script's attempts per user per second in the raw phase (the template's
-    /// ORDER_RATE_LIMIT_PER_SECOND).
+    /// OrderRateLimitPerSecond; a user's attempts count on every sale, so the HTTP phase's
+    /// count of the same users carries over if the phases are less than a second apart).
     #[arg(long, default_value_t = 5)]
     rate_limit: u32,
     /// The runner's HS256 secret.

@@ -19,7 +19,7 @@ pub struct Reservation {
     pub order_id: String,
     /// Epoch milliseconds: the clock the window is checked against.
     pub now_ms: i64,
-    /// Attempts a user may make per second.
+    /// Attempts a user may make per second, counted over every sale and whatever they answer.
     pub rate_limit_per_second: u32,
 }
 
@@ -46,8 +46,9 @@ pub struct AdmissionError(#[from] pub anyhow::Error);
 /// Reserves and releases units of a sale, atomically per call.
 #[async_trait]
 pub trait Admission: Send + Sync {
-    /// Checks the sale, its window, the user's rate and limit, and the stock; reserves one
-    /// unit when all pass.
+    /// Counts the attempt against the user's rate limit (one budget for every sale, whatever
+    /// the attempt answers), then checks the sale, its window, the user's limit and the stock;
+    /// reserves one unit when all pass.
     async fn reserve(&self, reservation: &Reservation) -> Result<Verdict, AdmissionError>;
 
     /// Gives the order's unit back, once: `true` when this call released it. Without a
@@ -176,6 +177,8 @@ pub(crate) mod fake {
     #[derive(Default)]
     pub struct MemoryAdmission {
         pub sales: Mutex<HashMap<SaleId, FakeSale>>,
+        /// Per user, across sales: (start of the one-second window in ms, attempts in it).
+        pub attempts: Mutex<HashMap<UserId, (i64, u32)>>,
         pub bought: Mutex<HashMap<(SaleId, UserId), u32>>,
         pub pending: Mutex<HashMap<String, UserId>>,
         pub released: Mutex<HashSet<String>>,
@@ -190,6 +193,17 @@ pub(crate) mod fake {
     #[async_trait]
     impl Admission for MemoryAdmission {
         async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
+            // First, as the script's INCR with a one-second expiry: every attempt counts.
+            let mut attempts = self.attempts.lock().unwrap();
+            let window = attempts.entry(r.user_id.clone()).or_insert((r.now_ms, 0));
+            if r.now_ms >= window.0 + 1_000 {
+                *window = (r.now_ms, 0);
+            }
+            window.1 += 1;
+            if window.1 > r.rate_limit_per_second {
+                return Ok(Verdict::RateLimited);
+            }
+            drop(attempts);
             let mut sales = self.sales.lock().unwrap();
             let Some(sale) = sales.get_mut(&r.sale_id) else {
                 return Ok(Verdict::UnknownSale);
@@ -342,6 +356,51 @@ mod tests {
             Err(PlaceOrderError::UnknownSale)
         ));
         assert_eq!(publisher.sent.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn every_attempt_counts_against_one_budget_across_sales() {
+        let (admission, sale) = setup(10);
+        let other = SaleId::generate();
+        admission
+            .sales
+            .lock()
+            .unwrap()
+            .insert(other.clone(), (500, 1_000, 1, 500, 10));
+        let publisher = MemoryPublisher::default();
+        let p = |r: Reservation| {
+            let (admission, publisher) = (&admission, &publisher);
+            async move { place_order(admission, publisher, &r, "t".into()).await }
+        };
+        // Five answers that reserve nothing, within one second and over three sales: before
+        // the start, after the end, on an unknown sale.
+        let unknown = SaleId::generate();
+        for (sale, at) in [
+            (&sale, 900),
+            (&other, 1_000),
+            (&unknown, 1_200),
+            (&sale, 950),
+            (&other, 1_300),
+        ] {
+            assert!(matches!(
+                p(attempt(sale, "ann", at)).await,
+                Err(PlaceOrderError::NotStarted
+                    | PlaceOrderError::Ended
+                    | PlaceOrderError::UnknownSale)
+            ));
+        }
+        // The sixth in that second is refused, whichever sale, even one she could buy.
+        for sale in [&sale, &other, &unknown] {
+            assert!(matches!(
+                p(attempt(sale, "ann", 1_500)).await,
+                Err(PlaceOrderError::RateLimited)
+            ));
+        }
+        // Another user's budget is their own; and a second later ann's is back.
+        assert!(p(attempt(&sale, "bob", 1_500)).await.is_ok());
+        assert!(p(attempt(&sale, "ann", 1_900)).await.is_ok());
+        assert_eq!(publisher.sent.lock().unwrap().len(), 2);
+        assert_eq!(admission.stock(&sale), 8);
     }
 
     #[tokio::test]

@@ -152,7 +152,7 @@ pub async fn get_sale(cache: &dyn SaleCache, request: Request) -> Result<Respons
 pub struct OrderRoute<'a> {
     pub admission: &'a dyn Admission,
     pub publisher: &'a dyn OrderPublisher,
-    /// `ORDER_RATE_LIMIT_PER_SECOND`: attempts per user per second.
+    /// `ORDER_RATE_LIMIT_PER_SECOND`: attempts per user per second, over every sale.
     pub rate_limit_per_second: u32,
 }
 
@@ -399,6 +399,18 @@ mod tests {
         assert_eq!(
             answer(place_order(&route, order("bob", unknown.as_str())).await).0,
             404
+        );
+        // Attempts on an unknown sale count too: dan's sixth in the second is a 429.
+        for _ in 0..5 {
+            assert_eq!(
+                answer(place_order(&route, order("dan", unknown.as_str())).await).0,
+                404
+            );
+        }
+        let (status, body) = answer(place_order(&route, order("dan", sale.as_str())).await);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (429, Some("RATE_LIMITED"))
         );
 
         admission.sales.lock().unwrap().get_mut(&sale).unwrap().4 = 1;

@@ -1,7 +1,9 @@
 //! The flash sale's key design, in Redis and in the commerce table, and its events.
 //!
-//! Redis (every key of one sale shares the hash tag `{<saleId>}`, so that one Lua script may
-//! touch them all, also on a Redis Cluster):
+//! Redis (every key of one sale shares the hash tag `{<saleId>}`, so that a script on one
+//! sale's keys stays in one hash slot; the admission script also counts the user's attempts in
+//! the user's own key, which the cache allows because it runs with cluster mode disabled, see
+//! `reserve.lua`):
 //!
 //! | key | type | what |
 //! |---|---|---|
@@ -11,7 +13,7 @@
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
 //! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; never removed (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
-//! | `sale:{<id>}:rate:<userId>` | string (integer, expiring) | the user's admission attempts in the current window |
+//! | `user:{<userId>}:order-rate` | string (integer, expiring after a second) | the user's order attempts in the current one-second window, on every sale and whatever they answered (so `NOT_STARTED`, `ENDED` and unknown sales count too); one key per user, not per sale, so that spreading attempts over sales buys no extra budget |
 //!
 //! Commerce table:
 //!
@@ -37,8 +39,6 @@ pub struct SaleKeys {
     pub pending: String,
     pub released: String,
     pub orders: String,
-    /// The prefix of the per-user rate keys; the script appends the user id.
-    pub rate_prefix: String,
 }
 
 impl SaleKeys {
@@ -51,9 +51,14 @@ impl SaleKeys {
             pending: format!("{tag}:pending"),
             released: format!("{tag}:released"),
             orders: format!("{tag}:orders"),
-            rate_prefix: format!("{tag}:rate:"),
         }
     }
+}
+
+/// The Redis key counting `user_id`'s order attempts in the current one-second window, across
+/// every sale (the admission script's rate limit).
+pub fn order_rate_key(user_id: &str) -> String {
+    format!("user:{{{user_id}}}:order-rate")
 }
 
 pub const SALE_SK: &str = "SALE";
@@ -120,9 +125,14 @@ mod tests {
             &keys.pending,
             &keys.released,
             &keys.orders,
-            &keys.rate_prefix,
         ] {
             assert!(key.starts_with("sale:{s1}:"), "{key}");
         }
+    }
+
+    #[test]
+    fn the_order_rate_key_is_the_users_whatever_the_sale() {
+        assert_eq!(order_rate_key("ann"), "user:{ann}:order-rate");
+        assert!(!order_rate_key("ann").contains("sale"));
     }
 }

@@ -5,7 +5,7 @@
 //! The key design is in [`super::keys`].
 
 use super::admission::{Admission, AdmissionError, Reservation, Verdict};
-use super::keys::SaleKeys;
+use super::keys::{SaleKeys, order_rate_key};
 use super::sale::{Sale, SaleCache, SaleDetail, SaleId, StoreError, epoch_ms};
 use crate::ids::UserId;
 use crate::script::LuaScript;
@@ -139,7 +139,8 @@ impl Admission for RedisSales {
     #[tracing::instrument(skip_all, fields(sale = %r.sale_id, order = %r.order_id))]
     async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
         let keys = SaleKeys::new(r.sale_id.as_str());
-        let rate = format!("{}{}", keys.rate_prefix, r.user_id);
+        // The user's key, not the sale's: every attempt counts, on every sale.
+        let rate = order_rate_key(r.user_id.as_str());
         let mut connection = self.connection.clone();
         let reply: Vec<String> = self
             .reserve
@@ -203,6 +204,10 @@ mod tests {
         assert_eq!(
             verdict(&reply(&["UNKNOWN_SALE", ""])).unwrap(),
             Verdict::UnknownSale
+        );
+        assert_eq!(
+            verdict(&reply(&["RATE_LIMITED", ""])).unwrap(),
+            Verdict::RateLimited
         );
         assert!(verdict(&reply(&["OK", ""])).is_err());
         assert!(verdict(&reply(&["MAYBE"])).is_err());

@@ -4,6 +4,7 @@
 //! the window and the live stock. The ports are [`SaleStore`] (the definitions, DynamoDB) and
 //! [`SaleCache`] (the preheated copy that buyers read, Redis).
 
+use crate::text::{self, TextError};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -75,8 +76,9 @@ pub enum InvalidSale {
         max = NewSale::MAX_PRODUCT_ID
     )]
     ProductId,
-    #[error("title must be 1 to {max} characters without control characters", max = NewSale::MAX_TITLE)]
-    Title,
+    /// The rules of [`crate::text`].
+    #[error(transparent)]
+    Title(#[from] TextError),
     #[error("priceCents must be between 1 and {max}", max = NewSale::MAX_PRICE_CENTS)]
     Price,
     #[error("stock must be between 1 and {max}", max = NewSale::MAX_STOCK)]
@@ -101,6 +103,7 @@ fn parse_time(raw: &str, field: &'static str) -> Result<OffsetDateTime, InvalidS
 
 impl NewSale {
     pub const MAX_PRODUCT_ID: usize = 64;
+    /// In characters (Unicode scalar values) after NFC.
     pub const MAX_TITLE: usize = 200;
     pub const MAX_PRICE_CENTS: i64 = 1_000_000_000;
     pub const MAX_STOCK: i64 = 1_000_000;
@@ -117,12 +120,7 @@ impl NewSale {
         {
             return Err(InvalidSale::ProductId);
         }
-        let title = dto.title.trim();
-        let title_chars = title.chars().count();
-        if title_chars == 0 || title_chars > Self::MAX_TITLE || title.chars().any(char::is_control)
-        {
-            return Err(InvalidSale::Title);
-        }
+        let title = text::clean("title", &dto.title, Self::MAX_TITLE)?;
         if !(1..=Self::MAX_PRICE_CENTS).contains(&dto.price_cents) {
             return Err(InvalidSale::Price);
         }
@@ -150,7 +148,7 @@ impl NewSale {
         // The ranges above make these conversions lossless.
         Ok(Self {
             product_id: product_id.to_owned(),
-            title: title.to_owned(),
+            title,
             price_cents: dto.price_cents as u64,
             stock: dto.stock as u32,
             per_user_limit: dto.per_user_limit as u32,
@@ -401,6 +399,7 @@ pub(crate) mod fake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Rule;
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-11-30 18:00 UTC);
@@ -425,6 +424,34 @@ mod tests {
         assert_eq!(sale.starts_at, datetime!(2026-12-01 09:00 UTC));
     }
 
+    fn title_length() -> InvalidSale {
+        InvalidSale::Title(TextError::Length {
+            field: "title",
+            max: NewSale::MAX_TITLE,
+        })
+    }
+
+    fn title_refused(ch: char, rule: Rule) -> InvalidSale {
+        InvalidSale::Title(TextError::Refused {
+            field: "title",
+            ch,
+            rule,
+        })
+    }
+
+    #[test]
+    fn a_title_is_stored_in_nfc_and_may_be_in_any_script() {
+        for (raw, stored) in [
+            ("Cafe\u{301} crème", "Café crème"),
+            ("限时抢购 手机", "限时抢购 手机"),
+            ("📱 Phone ✨", "📱 Phone ✨"),
+        ] {
+            let mut d = dto();
+            d.title = raw.into();
+            assert_eq!(NewSale::parse(d, NOW).unwrap().title, stored);
+        }
+    }
+
     #[test]
     fn every_rule_is_checked_with_its_own_message() {
         type Change = Box<dyn Fn(&mut NewSaleDto)>;
@@ -441,9 +468,20 @@ mod tests {
                 Box::new(|d| d.product_id = "x".repeat(65)),
                 InvalidSale::ProductId,
             ),
-            (Box::new(|d| d.title = "".into()), InvalidSale::Title),
-            (Box::new(|d| d.title = "a\nb".into()), InvalidSale::Title),
-            (Box::new(|d| d.title = "é".repeat(201)), InvalidSale::Title),
+            (Box::new(|d| d.title = "".into()), title_length()),
+            (
+                Box::new(|d| d.title = "a\nb".into()),
+                title_refused('\n', Rule::Control),
+            ),
+            (Box::new(|d| d.title = "é".repeat(201)), title_length()),
+            (
+                Box::new(|d| d.title = "Phone\u{202E}1 x".into()),
+                title_refused('\u{202E}', Rule::Format),
+            ),
+            (
+                Box::new(|d| d.title = "\u{2800}\u{2800}".into()),
+                title_refused('\u{2800}', Rule::Filler),
+            ),
             (Box::new(|d| d.price_cents = 0), InvalidSale::Price),
             (
                 Box::new(|d| d.price_cents = 1_000_000_001),

@@ -1,6 +1,7 @@
 //! User profiles: a display name, counters and a status.
 
 use crate::ids::UserId;
+use crate::text::{self, TextError};
 use async_trait::async_trait;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -43,25 +44,22 @@ pub struct Profile {
     pub created_at: String,
 }
 
-/// A display name: trimmed, 1 to 50 characters, no control characters.
+/// A display name: NFC, trimmed, 1 to 50 characters, and nothing invisible or deceptive
+/// (the rules of [`crate::text`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisplayName(String);
 
-/// Why a display name was refused.
+/// Why a display name was refused: the rule, and the code point that broke it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("displayName must be 1 to {max} characters without control characters", max = DisplayName::MAX_CHARS)]
-pub struct InvalidDisplayName;
+#[error(transparent)]
+pub struct InvalidDisplayName(#[from] pub TextError);
 
 impl DisplayName {
+    /// In characters (Unicode scalar values) after NFC.
     pub const MAX_CHARS: usize = 50;
 
     pub fn parse(raw: &str) -> Result<Self, InvalidDisplayName> {
-        let trimmed = raw.trim();
-        let chars = trimmed.chars().count();
-        if chars == 0 || chars > Self::MAX_CHARS || trimmed.chars().any(char::is_control) {
-            return Err(InvalidDisplayName);
-        }
-        Ok(Self(trimmed.to_owned()))
+        Ok(Self(text::clean("displayName", raw, Self::MAX_CHARS)?))
     }
 
     pub fn as_str(&self) -> &str {
@@ -109,9 +107,26 @@ mod tests {
     }
 
     #[test]
-    fn blank_and_control_character_names_are_refused() {
-        for raw in ["", "   ", "a\nb", "tab\there"] {
-            assert_eq!(DisplayName::parse(raw), Err(InvalidDisplayName), "{raw:?}");
+    fn a_display_name_is_stored_in_nfc() {
+        assert_eq!(DisplayName::parse("Jose\u{301}").unwrap().as_str(), "José");
+    }
+
+    #[test]
+    fn blank_control_and_invisible_names_are_refused_with_the_reason() {
+        for (raw, message) in [
+            ("", "displayName must be 1 to 50 characters"),
+            ("   ", "displayName must be 1 to 50 characters"),
+            (
+                "a\nb",
+                "displayName must not contain U+000A: a control character",
+            ),
+            ("tab\there", "displayName must not contain U+0009"),
+            ("ad\u{202E}nim", "displayName must not contain U+202E"),
+            ("\u{200B}", "displayName must not contain U+200B"),
+            ("\u{3164}", "displayName must not contain U+3164: a filler"),
+        ] {
+            let err = DisplayName::parse(raw).unwrap_err();
+            assert!(err.to_string().starts_with(message), "{raw:?}: {err}");
         }
     }
 }

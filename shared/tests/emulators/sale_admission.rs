@@ -1,12 +1,13 @@
 //! The flash sale against the real stores: admission by the Lua scripts in `redis-server`,
 //! the preheated detail, the sale item's create/publish round trip in moto's DynamoDB, and an
-//! admitted order read back as PENDING by its owner only. Every test makes its own sale id, so
-//! their keys never collide.
+//! admitted order read back as PENDING by its owner only. Every test makes its own sale id and
+//! users of its own ([`unique`]), so their keys never collide: a user's rate key counts
+//! attempts on every sale.
 
-use crate::support::{clients, create_social_table, create_table, redis};
+use crate::support::{clients, create_social_table, create_table, redis, unique};
 use app::ids::UserId;
 use app::seckill::admission::{Admission, Reservation, Verdict};
-use app::seckill::keys::SaleKeys;
+use app::seckill::keys::{SaleKeys, order_rate_key};
 use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{OrderId, OrderView, PendingOrder, find_order};
 use app::seckill::redis_store::RedisSales;
@@ -52,22 +53,21 @@ fn attempt(sale: &Sale, user: &str, rate: u32) -> Reservation {
     }
 }
 
-async fn cleanup(sale: &Sale, users: &[&str]) {
-    let keys = SaleKeys::new(sale.id.as_str());
+async fn cleanup(sales: &[&Sale], users: &[&str]) {
     let mut connection = redis().await;
-    let mut all = vec![
-        keys.info,
-        keys.stock,
-        keys.bought,
-        keys.pending,
-        keys.released,
-        keys.orders,
-    ];
-    all.extend(
-        users
-            .iter()
-            .map(|user| format!("{}{user}", keys.rate_prefix)),
-    );
+    let mut all = Vec::new();
+    for sale in sales {
+        let keys = SaleKeys::new(sale.id.as_str());
+        all.extend([
+            keys.info,
+            keys.stock,
+            keys.bought,
+            keys.pending,
+            keys.released,
+            keys.orders,
+        ]);
+    }
+    all.extend(users.iter().map(|user| order_rate_key(user)));
     let _: () = connection.del(all).await.unwrap();
 }
 
@@ -79,10 +79,11 @@ async fn ten_thousand_concurrent_attempts_admit_exactly_the_stock() {
     for _ in 0..3 {
         pools.push(RedisSales::new(redis().await));
     }
+    let run = unique("user");
     let mut handles = Vec::with_capacity(10_000);
     for i in 0..10_000 {
         let sales = pools[i % pools.len()].clone();
-        let reservation = attempt(&sale, &format!("user-{}", i % 2_000), 1_000);
+        let reservation = attempt(&sale, &format!("{run}-{}", i % 2_000), 1_000);
         handles.push(tokio::spawn(async move {
             let verdict = sales.reserve(&reservation).await.unwrap();
             (reservation.user_id, verdict)
@@ -115,63 +116,131 @@ async fn ten_thousand_concurrent_attempts_admit_exactly_the_stock() {
     assert_eq!(pending, 100);
     let owners: HashMap<String, String> = connection.hgetall(&keys.orders).await.unwrap();
     assert_eq!(owners.len(), 100);
-    let users: Vec<String> = (0..2_000).map(|i| format!("user-{i}")).collect();
+    let users: Vec<String> = (0..2_000).map(|i| format!("{run}-{i}")).collect();
     let users: Vec<&str> = users.iter().map(String::as_str).collect();
-    cleanup(&sale, &users).await;
+    cleanup(&[&sale], &users).await;
 }
 
 #[tokio::test]
 async fn window_limit_stock_rate_and_unknown_sales_are_refused() {
     let (sales, sale) = preheated(2, 1).await;
-    let mut early = attempt(&sale, "ann", 100);
+    let [ann, bob, cid, dan] = ["ann", "bob", "cid", "dan"].map(unique);
+    let mut early = attempt(&sale, &ann, 100);
     early.now_ms = epoch_ms(sale.starts_at) - 1;
     assert_eq!(sales.reserve(&early).await.unwrap(), Verdict::NotStarted);
-    let mut late = attempt(&sale, "ann", 100);
+    let mut late = attempt(&sale, &ann, 100);
     late.now_ms = epoch_ms(sale.ends_at);
     assert_eq!(sales.reserve(&late).await.unwrap(), Verdict::Ended);
 
     assert!(matches!(
-        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &ann, 100)).await.unwrap(),
         Verdict::Reserved { .. }
     ));
     assert_eq!(
-        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &ann, 100)).await.unwrap(),
         Verdict::LimitReached
     );
     assert!(matches!(
-        sales.reserve(&attempt(&sale, "bob", 100)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &bob, 100)).await.unwrap(),
         Verdict::Reserved { .. }
     ));
     assert_eq!(
-        sales.reserve(&attempt(&sale, "cid", 100)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &cid, 100)).await.unwrap(),
         Verdict::SoldOut
     );
 
     // Two attempts per second: dan's third in the same second is refused before any check
     // of the stock or of the limit.
     assert_eq!(
-        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
         Verdict::SoldOut
     );
     assert_eq!(
-        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
         Verdict::SoldOut
     );
     assert_eq!(
-        sales.reserve(&attempt(&sale, "dan", 2)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
         Verdict::RateLimited
     );
 
-    let mut unknown = attempt(&sale, "ann", 100);
+    let mut unknown = attempt(&sale, &ann, 100);
     unknown.sale_id = SaleId::generate();
     assert_eq!(sales.reserve(&unknown).await.unwrap(), Verdict::UnknownSale);
-    cleanup(&sale, &["ann", "bob", "cid", "dan"]).await;
+    cleanup(&[&sale], &[&ann, &bob, &cid, &dan]).await;
+}
+
+#[tokio::test]
+async fn every_attempt_counts_against_the_users_rate_on_every_sale() {
+    // One sale not started yet, one ended, one open, and an unknown one.
+    let (sales, open) = preheated(5, 5).await;
+    let now = OffsetDateTime::now_utc();
+    let mut upcoming = new_sale(5, 1);
+    upcoming.starts_at = now + Duration::hours(1);
+    upcoming.ends_at = now + Duration::hours(2);
+    let mut ended = new_sale(5, 1);
+    ended.starts_at = now - Duration::hours(2);
+    ended.ends_at = now - Duration::hours(1);
+    for sale in [&upcoming, &ended] {
+        sales.preheat(sale).await.unwrap();
+    }
+    let ghost = new_sale(5, 1);
+    let [ann, bob] = ["ann", "bob"].map(unique);
+
+    // Four attempts that reserve nothing, then one order: five, the budget.
+    let answers = [
+        (&upcoming, Verdict::NotStarted),
+        (&ended, Verdict::Ended),
+        (&ghost, Verdict::UnknownSale),
+        (&upcoming, Verdict::NotStarted),
+    ];
+    for (sale, expected) in answers {
+        assert_eq!(
+            sales.reserve(&attempt(sale, &ann, 5)).await.unwrap(),
+            expected
+        );
+    }
+    assert!(matches!(
+        sales.reserve(&attempt(&open, &ann, 5)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    // The sixth is refused on every sale, the open one included, and changes nothing there.
+    for sale in [&open, &upcoming, &ended, &ghost] {
+        assert_eq!(
+            sales.reserve(&attempt(sale, &ann, 5)).await.unwrap(),
+            Verdict::RateLimited
+        );
+    }
+    let keys = SaleKeys::new(open.id.as_str());
+    let mut connection = redis().await;
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 4);
+    let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
+    assert_eq!(bought, HashMap::from([(ann.clone(), 1)]));
+    // One key for the user, counting every attempt, that expires with its second.
+    let counted: u32 = connection.get(order_rate_key(&ann)).await.unwrap();
+    assert_eq!(counted, 9);
+    let ttl: i64 = connection.pttl(order_rate_key(&ann)).await.unwrap();
+    assert!((1..=1_000).contains(&ttl), "{ttl}");
+    // Another user has a budget of their own.
+    assert!(matches!(
+        sales.reserve(&attempt(&open, &bob, 5)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    // A second later the budget is back.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert!(matches!(
+        sales.reserve(&attempt(&open, &ann, 5)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    cleanup(&[&open, &upcoming, &ended], &[&ann, &bob]).await;
 }
 
 #[tokio::test]
 async fn a_reservation_is_released_once_even_if_released_twice() {
     let (sales, sale) = preheated(1, 1).await;
-    let reservation = attempt(&sale, "ann", 100);
+    let user = unique("ann");
+    let reservation = attempt(&sale, &user, 100);
     assert!(matches!(
         sales.reserve(&reservation).await.unwrap(),
         Verdict::Reserved { .. }
@@ -179,7 +248,7 @@ async fn a_reservation_is_released_once_even_if_released_twice() {
     let order = &reservation.order_id;
     assert!(sales.release(&sale.id, order, None).await.unwrap());
     assert!(!sales.release(&sale.id, order, None).await.unwrap());
-    let ann = UserId::parse("ann").unwrap();
+    let ann = UserId::parse(&user).unwrap();
     assert!(!sales.release(&sale.id, order, Some(&ann)).await.unwrap());
     assert!(
         !sales
@@ -198,7 +267,7 @@ async fn a_reservation_is_released_once_even_if_released_twice() {
     assert_eq!(pending, 0);
 
     // An order that left `pending` (materialized, then cancelled) is released with its holder.
-    let again = attempt(&sale, "ann", 100);
+    let again = attempt(&sale, &user, 100);
     assert!(matches!(
         sales.reserve(&again).await.unwrap(),
         Verdict::Reserved { .. }
@@ -227,7 +296,7 @@ async fn a_reservation_is_released_once_even_if_released_twice() {
     );
     let stock: i64 = connection.get(&keys.stock).await.unwrap();
     assert_eq!(stock, 1);
-    cleanup(&sale, &["ann"]).await;
+    cleanup(&[&sale], &[&user]).await;
 }
 
 #[tokio::test]
@@ -237,10 +306,11 @@ async fn an_admitted_order_reads_as_pending_to_its_owner_only() {
     let table = create_social_table(&clients).await;
     let store = DynamoOrderStore::new(clients.dynamodb.clone(), &table);
     let pending = RedisReservations::new(redis().await);
-    let ann = UserId::parse("ann").unwrap();
+    let user = unique("ann");
+    let ann = UserId::parse(&user).unwrap();
     let eve = UserId::parse("eve").unwrap();
 
-    let reservation = attempt(&sale, "ann", 100);
+    let reservation = attempt(&sale, &user, 100);
     assert!(matches!(
         sales.reserve(&reservation).await.unwrap(),
         Verdict::Reserved { .. }
@@ -249,7 +319,7 @@ async fn an_admitted_order_reads_as_pending_to_its_owner_only() {
     let keys = SaleKeys::new(sale.id.as_str());
     let mut connection = redis().await;
     let owner: String = connection.hget(&keys.orders, order).await.unwrap();
-    assert_eq!(owner, "ann");
+    assert_eq!(owner, user);
 
     let read = |user: &UserId, order: &str| {
         let (store, pending, user, order) = (&store, &pending, user.clone(), order.to_owned());
@@ -271,14 +341,15 @@ async fn an_admitted_order_reads_as_pending_to_its_owner_only() {
     // Given back (e.g. the event could not be sent): no longer anyone's order.
     assert!(sales.release(&sale.id, order, None).await.unwrap());
     assert_eq!(read(&ann, order).await, None);
-    cleanup(&sale, &["ann"]).await;
+    cleanup(&[&sale], &[&user]).await;
 }
 
 #[tokio::test]
 async fn the_detail_is_read_in_one_round_trip_and_republishing_keeps_the_live_stock() {
     let (sales, sale) = preheated(5, 1).await;
+    let user = unique("ann");
     assert!(matches!(
-        sales.reserve(&attempt(&sale, "ann", 100)).await.unwrap(),
+        sales.reserve(&attempt(&sale, &user, 100)).await.unwrap(),
         Verdict::Reserved { .. }
     ));
     sales.preheat(&sale).await.unwrap();
@@ -288,7 +359,7 @@ async fn the_detail_is_read_in_one_round_trip_and_republishing_keeps_the_live_st
     assert_eq!(detail.title, "Phone");
     assert_eq!(detail.starts_at_ms, epoch_ms(sale.starts_at));
     assert!(sales.detail(&SaleId::generate()).await.unwrap().is_none());
-    cleanup(&sale, &["ann"]).await;
+    cleanup(&[&sale], &[&user]).await;
 }
 
 #[tokio::test]
