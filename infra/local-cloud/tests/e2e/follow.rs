@@ -1,7 +1,7 @@
 //! The follow product end to end: follow, the outbox relay, notifications and counters.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_depth, queue_url, sdk, start, table,
+    Api, eventually, function_named, options, queue_depth, queue_url, report, sdk, start, table,
     unique_stack,
 };
 use serde_json::{Value, json};
@@ -286,6 +286,18 @@ async fn a_follow_burst_meets_the_rate_limit_and_the_following_cap_its_409() {
     assert_eq!(
         me["followingCount"], 1,
         "the refused unfollow changed nothing: {me}"
+    );
+    report(
+        "hostile-follow-burst",
+        "Hostile caller: a follow burst by one account, and follows past the cap",
+        "FollowRatePerMinute=8, MaxFollowing=3",
+        &[
+            format!("{RATE} attempts answered, then 429 RATE_LIMITED (unfollow too)"),
+            "another user's follow meanwhile 200".to_owned(),
+            "the 4th distinct follow 409 FOLLOWING_LIMIT_REACHED; room again after an unfollow"
+                .to_owned(),
+            "refused attempts changed no count".to_owned(),
+        ],
     );
     cloud.stop().await;
 }

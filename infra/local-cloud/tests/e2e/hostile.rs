@@ -600,6 +600,15 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
             "{title:?}: {sale}"
         );
     }
+    report(
+        "hostile-text",
+        "Hostile caller: names and sale titles that hide or fake text",
+        "PUT /users/me, POST /seckill/activities with bidi, zero-width, fillers, tags, zalgo",
+        &[
+            "every one 400 BAD_REQUEST naming the code point; no profile created".to_owned(),
+            "accents, CJK, Arabic, Hebrew and emoji sequences accepted, stored as NFC".to_owned(),
+        ],
+    );
     cloud.stop().await;
 }
 
@@ -1039,5 +1048,15 @@ async fn every_order_attempt_counts_against_one_rate_limit_whatever_it_answers_a
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let (status, body) = order(&open).await;
     assert_eq!(status, 202, "{body}");
+    report(
+        "hostile-order-attempts",
+        "Hostile caller: order attempts on sales not yet open or unknown",
+        "OrderRateLimitPerSecond (place-order)",
+        &[
+            "attempts answered NOT_STARTED / unknown sale count toward the rate limit".to_owned(),
+            "the next attempt, on an open sale, 429 RATE_LIMITED".to_owned(),
+            "after the window the same order 202".to_owned(),
+        ],
+    );
     cloud.stop().await;
 }

@@ -3,7 +3,7 @@
 //! placed at the same time, on a route with a bucket of its own, still go through.
 
 use crate::seckill::{buyers, open_sale};
-use crate::support::{Api, options, start, unique_stack};
+use crate::support::{Api, options, report, start, unique_stack};
 use local_cloud::cloud::CloudOptions;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -126,6 +126,19 @@ async fn a_detail_flood_meets_429s_while_orders_still_go_through() {
         assert_eq!(body["status"], "PENDING", "{body}");
     }
     assert_eq!(orders.len(), BUYERS);
+    report(
+        "hostile-detail-flood",
+        "Hostile crowd: anonymous flood of the public sale detail route while buyers order",
+        &format!("GET /seckill/activities/{{id}} at {DETAIL_RATE}/s, burst {DETAIL_BURST}"),
+        &[
+            format!(
+                "{} of {FLOOD} reads 429 Too Many Requests, {} answered (within the bucket)",
+                flood.throttled, flood.ok
+            ),
+            "a throttled read never invoked get-sale".to_owned(),
+            format!("all {BUYERS} orders placed during the flood 202"),
+        ],
+    );
     cloud.stop().await;
 }
 
