@@ -4,7 +4,8 @@
 # Property-based tests of the HTTP API against openapi.yaml with schemathesis: generated valid
 # and invalid requests to every operation of a local cloud that is already running at URL
 # (this script starts nothing), checking that no answer is a 5xx, that every status is one the
-# document declares, and that every body matches its schema and content type.
+# document declares, that every body matches its schema and content type, and that no name or
+# title with a character the text rules refuse is ever accepted (infra/python/schemathesis_hostile.py).
 #
 # Two runs: every operation as a plain user, then the operators' routes as an admin. Tokens are
 # minted by target/debug/local-cloud (build it first: `cargo build --workspace --bins`) with the
@@ -73,6 +74,10 @@ work="$root/.local/schemathesis"
 mkdir -p "$work"
 cd "$work"
 
+# Hostile text: a hook slips bidi controls, zero-width characters, fillers and the like into
+# generated names and titles, and the check `hostile_text_is_refused` fails on any 2xx for one.
+export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=schemathesis_hostile
+
 run() {
     local who=$1 token=$2
     shift 2
@@ -81,7 +86,7 @@ run() {
         "$st" run "$root/openapi.yaml" \
         --url "$url" \
         --header "Authorization: Bearer $token" \
-        --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
+        --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance,hostile_text_is_refused \
         --phases examples,coverage,fuzzing \
         --max-examples 15 \
         --workers 1 \
