@@ -376,7 +376,7 @@ Resources:
                     .reserved_concurrency
             })
         };
-        assert_eq!(reserved(&[]), [Some(20), Some(100)]);
+        assert_eq!(reserved(&[]), [Some(50), Some(100)]);
         assert_eq!(
             reserved(&[
                 ("GetSaleReservedConcurrency", "0"),
