@@ -106,10 +106,10 @@ function cognitoUsername(key) {
   return `${key}@loadtest.example.com`;
 }
 
-// A password that meets the template's policy (8+, upper, lower, digit), new for every user;
-// never printed, never handed to the virtual users.
+// A password that meets the template's policy (8+, upper, lower, digit) and Cognito's default
+// one (a symbol too), new for every user; never printed, never handed to the virtual users.
 function newPassword() {
-  return `Lt1${crypto.randomBytes(18).toString('base64url')}aZ9`;
+  return `Lt1!${crypto.randomBytes(18).toString('base64url')}aZ9`;
 }
 
 // RFC 6238 TOTP (SHA-1, 6 digits, 30 s), what an authenticator app computes from the secret
@@ -329,8 +329,9 @@ async function prepareUsers(keys, adminKeys = []) {
   try {
     await forEachLimited(all, 4, async ([key, admin]) => {
       const user = { username: cognitoUsername(key), password: newPassword() };
-      await createCognitoUser(key, user.password);
+      // Listed before it exists: a user whose password is then refused is deleted too.
       usernames.push(user.username);
+      await createCognitoUser(key, user.password);
       let fresh = await cognitoSignIn(user);
       if (admin) fresh = await makeOperator(user, fresh);
       cache.set(key, fresh);
