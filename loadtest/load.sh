@@ -12,7 +12,8 @@
 # Settings, all optional, from the environment: ARRIVAL_RATE, DURATION, WARMUP, P95_MS, P99_MS,
 # MAX_ERROR_RATE, THINK_TIME, and per scenario those in loadtest/artillery/follow.js and
 # seckill.js. The JSON report goes to loadtest/results/artillery-<scenario>.json; the summary
-# is printed. Exit status non-zero when a threshold or the flash-sale check fails.
+# is printed. Exit status non-zero when a threshold or the flash-sale check fails. With
+# Cognito, every user the run created is deleted afterwards, even when the run failed.
 #
 # Route throttling (template.yaml's *ThrottlingRateLimit/*ThrottlingBurstLimit) answers 429
 # beyond its limits, locally as in AWS. Above them, lift it: locally with
@@ -84,5 +85,14 @@ case $target in
         ;;
 esac
 
+if [[ ${AUTH_MODE:-local} == cognito ]]; then
+    # The run's Cognito users are deleted by the scenario's after hook; every username it
+    # creates is also listed in this file until deleted, so that a crashed or interrupted run
+    # leaves none behind either.
+    users_file=$(mktemp "${TMPDIR:-/tmp}/loadtest-cognito-users.XXXXXX")
+    export COGNITO_USERS_FILE=$users_file
+    trap 'node loadtest/artillery/lib/cleanup.js "$users_file" || echo "some load-test users are left in the pool: see $users_file" >&2' EXIT
+fi
+
 echo "artillery $scenario against $target (tokens: ${AUTH_MODE:-local})"
-exec loadtest/artillery/run.sh "$scenario" "$target" "loadtest/results/artillery-$scenario.json"
+loadtest/artillery/run.sh "$scenario" "$target" "loadtest/results/artillery-$scenario.json"

@@ -35,25 +35,30 @@ async function setupPosters(context) {
   const posterKeys = Array.from({ length: POSTERS }, (_, i) => `poster-${runId}-${i}`);
   const fans = fanPoolSize();
   const fanKeys = Array.from({ length: fans }, (_, i) => `fan-${runId}-${i}`);
-  const { password, ids, sessions } = await auth.prepareUsers([...posterKeys, ...fanKeys]);
+  const { ids, sessions, usernames } = await auth.prepareUsers([...posterKeys, ...fanKeys]);
 
   const posters = [];
-  for (const key of posterKeys) {
-    const { token, id } = await auth.session(key, { password });
-    await call(target, 'PUT', '/users/me', { token, body: { displayName: `Poster ${key}` } });
-    posters.push({ key, id });
+  try {
+    for (const key of posterKeys) {
+      const { token, id } = await auth.session(key, { sessions });
+      await call(target, 'PUT', '/users/me', { token, body: { displayName: `Poster ${key}` } });
+      posters.push({ key, id });
+    }
+  } catch (err) {
+    await auth.deleteUsers(usernames);
+    throw err;
   }
   context.vars.runId = runId;
   context.vars.posters = posters;
   context.vars.fanIds = fans > 0 ? fanKeys.map((k) => ids[k]) : [];
-  if (password) context.vars.loadPassword = password;
   if (sessions) context.vars.cognitoSessions = sessions;
+  if (usernames) context.vars.cognitoUsers = usernames;
   console.log(`follow: run ${runId}, ${POSTERS} posters with profiles, ${fans || 'a new'} fan${fans ? ' pool' : ' per virtual user'}`);
 }
 
 // What a virtual user needs to get a Cognito user's token (nothing, locally).
 function credentials(context) {
-  return { password: context.vars.loadPassword, sessions: context.vars.cognitoSessions };
+  return { sessions: context.vars.cognitoSessions };
 }
 
 // A fan: who they are, whom they follow, whether they unfollow one of them afterwards.
@@ -81,4 +86,9 @@ async function pickPoster(context) {
   context.vars.thinkTime = THINK_TIME;
 }
 
-module.exports = { setupPosters, pickFan, pickPoster, checkStatus };
+// after hook: the run's Cognito users are deleted (nothing to do locally).
+async function deleteUsers(context) {
+  await auth.deleteUsers(context.vars.cognitoUsers);
+}
+
+module.exports = { setupPosters, pickFan, pickPoster, deleteUsers, checkStatus };

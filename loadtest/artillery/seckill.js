@@ -29,16 +29,28 @@ const THINK_TIME = envNumber('THINK_TIME', 0);
 
 const buyerKey = (runId, i) => `buyer-${runId}-${i}`;
 
-// before hook, once, in Artillery's main process: the operator (admin group) creates the
-// sale, open since a minute ago for an hour, and publishes it (which preheats Redis). The
-// variables set here reach every virtual user.
+// before hook, once, in Artillery's main process: the operator (admin group; with Cognito
+// the run's only admin, with TOTP set up) creates the sale, open since a minute ago for an
+// hour, and publishes it (which preheats Redis). The variables set here reach every virtual
+// user and the after hook. If this fails, the run's Cognito users are deleted at once.
 async function setupSale(context) {
-  const target = context.vars.target;
   const runId = newRunId();
   const operator = `ops-${runId}`;
   const buyers = Array.from({ length: BUYERS }, (_, i) => buyerKey(runId, i));
-  const { password, ids, sessions } = await auth.prepareUsers(buyers, [operator]);
-  const { token } = await auth.session(operator, { admin: true, password });
+  const { ids, sessions, usernames } = await auth.prepareUsers(buyers, [operator]);
+  try {
+    await openSale(context, { runId, operator, buyers, ids, sessions });
+  } catch (err) {
+    await auth.deleteUsers(usernames);
+    throw err;
+  }
+  if (sessions) context.vars.cognitoSessions = sessions;
+  if (usernames) context.vars.cognitoUsers = usernames;
+}
+
+async function openSale(context, { runId, operator, buyers, ids, sessions }) {
+  const target = context.vars.target;
+  const { token } = await auth.session(operator, { admin: true, sessions });
 
   const now = Date.now();
   const sale = await call(target, 'POST', '/seckill/activities', {
@@ -63,8 +75,6 @@ async function setupSale(context) {
   context.vars.saleId = sale.id;
   context.vars.stock = STOCK;
   context.vars.buyerIds = buyers.map((k) => ids[k]);
-  if (password) context.vars.loadPassword = password;
-  if (sessions) context.vars.cognitoSessions = sessions;
   console.log(`seckill: run ${runId}, sale ${sale.id} published: ${STOCK} units, ${PER_USER_LIMIT} per buyer, ${BUYERS} buyers`);
 }
 
@@ -72,10 +82,7 @@ async function setupSale(context) {
 // every buyer's orders).
 async function pickBuyer(context) {
   const key = buyerKey(context.vars.runId, randomInt(BUYERS));
-  const { token } = await auth.session(key, {
-    password: context.vars.loadPassword,
-    sessions: context.vars.cognitoSessions,
-  });
+  const { token } = await auth.session(key, { sessions: context.vars.cognitoSessions });
   context.vars.token = token;
   context.vars.thinkTime = THINK_TIME;
 }
@@ -104,9 +111,10 @@ function countOrder(req, res, context, events, next) {
 
 // after hook, once all virtual users are done: the sale must be sold out, and the buyers'
 // order lists must hold exactly `stock` orders of this sale that are not REJECTED, none of
-// them beyond the per-user limit. A failure sets Artillery's exit code and says why.
+// them beyond the per-user limit. A failure sets Artillery's exit code and says why. Then,
+// whatever the verdict, the run's Cognito users (buyers and the operator) are deleted.
 async function verifySale(context) {
-  const { target, saleId, runId, loadPassword } = context.vars;
+  const { target, saleId, runId, cognitoSessions } = context.vars;
   const deadline = Date.now() + VERIFY_TIMEOUT_MS;
   const verdict = { saleId, stock: STOCK, perUserLimit: PER_USER_LIMIT, buyers: BUYERS };
   const fail = (message) => {
@@ -135,7 +143,7 @@ async function verifySale(context) {
       byStatus = {};
       overLimit = 0;
       await forEachLimited([...Array(BUYERS).keys()], 8, async (i) => {
-        const { token } = await auth.session(buyerKey(runId, i), { password: loadPassword });
+        const { token } = await auth.session(buyerKey(runId, i), { sessions: cognitoSessions });
         let mine = 0;
         let cursor = null;
         do {
@@ -178,6 +186,7 @@ async function verifySale(context) {
     if (process.env.SECKILL_CHECK_FILE) {
       fs.writeFileSync(process.env.SECKILL_CHECK_FILE, `${JSON.stringify(verdict, null, 2)}\n`);
     }
+    await auth.deleteUsers(context.vars.cognitoUsers);
   }
 }
 

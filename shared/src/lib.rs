@@ -7,6 +7,7 @@
 //! - [`cloud`]: the one `SdkConfig`, the clients derived from it and the Redis connection.
 //! - [`telemetry`]: logging, JSON in Lambda.
 //! - [`auth`]: who is calling, from the JWT authorizer's verified claims.
+//! - [`admin_mfa`]: the Cognito trigger that keeps `admin` out of tokens without MFA.
 //! - [`http`]: JSON in and out, and the error body and status of every route.
 //! - [`cursor`]: page size and the opaque cursor of every list.
 //! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
@@ -25,6 +26,7 @@
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the
 //! adapters beside them implement those ports.
 
+pub mod admin_mfa;
 pub mod auth;
 pub mod clock;
 pub mod cloud;

@@ -6,10 +6,13 @@
 //! of an admin, path parameters filled in, an empty JSON object as body): any answer below 500
 //! that the function itself gave counts, since a 400 or a 404 is the handler at work. Any
 //! other function is invoked directly with the smallest event its first source would send:
-//! an empty batch for SQS and DynamoDB Streams, the schedule's input or a "Scheduled Event".
+//! an empty batch for SQS and DynamoDB Streams, the schedule's input or a "Scheduled Event",
+//! and for a Cognito Pre Token Generation trigger the event of a sign-in by a user outside the
+//! admin group (which a guard answers without calling Cognito, so no Cognito emulator is
+//! needed), whose answer must be that event with a `response`.
 
 use crate::cloud::LocalCloud;
-use crate::model::{EventSpec, FunctionSpec, HttpRoute};
+use crate::model::{CognitoTrigger, EventSpec, FunctionSpec, HttpRoute};
 use anyhow::Context as _;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
@@ -55,8 +58,8 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
                 let result = cloud
                     .invoke(&spec.name, Bytes::from(payload))
                     .await
-                    .map(|answer| format!("answered {} bytes", answer.len()))
-                    .map_err(|err| format!("{err:#}"));
+                    .map_err(|err| format!("{err:#}"))
+                    .and_then(|answer| direct_answer(spec, &answer));
                 (sent, result)
             }
         };
@@ -176,8 +179,71 @@ fn direct_event(spec: &FunctionSpec) -> (String, String) {
                 .to_string(),
             ),
         },
-        Some(EventSpec::Http(_)) | None => ("an empty object".into(), "{}".into()),
+        Some(EventSpec::Cognito(trigger)) if trigger.trigger == "PreTokenGeneration" => (
+            format!(
+                "a {} Pre Token Generation event of a non-admin",
+                trigger.version
+            ),
+            pre_token_generation_event(trigger).to_string(),
+        ),
+        Some(EventSpec::Http(_) | EventSpec::Cognito(_)) | None => {
+            ("an empty object".into(), "{}".into())
+        }
     }
+}
+
+/// Checks a direct invocation's answer: a Cognito trigger must answer its event with a
+/// `response` object (Cognito refuses the sign-in otherwise); other sources any answer.
+fn direct_answer(spec: &FunctionSpec, answer: &[u8]) -> Result<String, String> {
+    if let Some(EventSpec::Cognito(_)) = spec.events.first() {
+        let value: serde_json::Value = serde_json::from_slice(answer)
+            .map_err(|err| format!("the answer is not JSON: {err}"))?;
+        if !value
+            .get("response")
+            .is_some_and(serde_json::Value::is_object)
+        {
+            return Err(format!("the answer has no response object: {value}"));
+        }
+    }
+    Ok(format!("answered {} bytes", answer.len()))
+}
+
+/// What Cognito sends the trigger when a user of no group signs in with a password (the
+/// shape of the developer guide's example; `version` "1" for `V1_0`, "2" for `V2_0`, ...).
+fn pre_token_generation_event(trigger: &CognitoTrigger) -> serde_json::Value {
+    let version = trigger
+        .version
+        .trim_start_matches('V')
+        .split('_')
+        .next()
+        .unwrap_or("1");
+    let sub = uuid::Uuid::new_v4().to_string();
+    json!({
+        "version": version,
+        "triggerSource": "TokenGeneration_Authentication",
+        "region": "us-east-1",
+        "userPoolId": "us-east-1_SamCheck00",
+        "userName": sub,
+        "callerContext": {
+            "awsSdkVersion": "aws-sdk-unknown-unknown",
+            "clientId": "samcheckclient000000000000"
+        },
+        "request": {
+            "userAttributes": {
+                "sub": sub,
+                "cognito:user_status": "CONFIRMED",
+                "email_verified": "true",
+                "email": "sam-check@example.com"
+            },
+            "groupConfiguration": {
+                "groupsToOverride": [],
+                "iamRolesToOverride": [],
+                "preferredRole": null
+            },
+            "scopes": ["aws.cognito.signin.user.admin"]
+        },
+        "response": {"claimsAndScopeOverrideDetails": null}
+    })
 }
 
 #[cfg(test)]
@@ -192,6 +258,45 @@ mod tests {
             authorizer: None,
             throttle: None,
         }
+    }
+
+    fn pre_token_trigger(version: &str) -> FunctionSpec {
+        FunctionSpec {
+            logical_id: "GuardFunction".into(),
+            name: "GuardFunction".into(),
+            binary: "guard".into(),
+            timeout: Duration::from_secs(5),
+            memory_mb: 128,
+            environment: Default::default(),
+            reserved_concurrency: None,
+            events: vec![EventSpec::Cognito(CognitoTrigger {
+                user_pool: "UserPool".into(),
+                trigger: "PreTokenGeneration".into(),
+                version: version.into(),
+            })],
+        }
+    }
+
+    #[test]
+    fn a_pre_token_generation_trigger_gets_a_sign_in_of_a_user_in_no_group() {
+        let (sent, payload) = direct_event(&pre_token_trigger("V2_0"));
+        assert_eq!(sent, "a V2_0 Pre Token Generation event of a non-admin");
+        let event: serde_json::Value = serde_json::from_str(&payload).unwrap();
+        assert_eq!(event["version"], "2");
+        assert_eq!(
+            event["request"]["groupConfiguration"]["groupsToOverride"],
+            json!([])
+        );
+        let (_, v1) = direct_event(&pre_token_trigger("V1_0"));
+        assert!(v1.contains(r#""version":"1""#), "{v1}");
+    }
+
+    #[test]
+    fn a_cognito_trigger_must_answer_its_event_with_a_response() {
+        let spec = pre_token_trigger("V2_0");
+        assert!(direct_answer(&spec, br#"{"version":"2","response":{}}"#).is_ok());
+        assert!(direct_answer(&spec, b"null").is_err());
+        assert!(direct_answer(&spec, br#"{"version":"2"}"#).is_err());
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub enum EventSpec {
     Stream(StreamSource),
     Schedule(ScheduleSource),
     Topic(TopicSource),
+    Cognito(CognitoTrigger),
 }
 
 /// An `HttpApi` event.
@@ -162,6 +163,21 @@ pub struct TopicSource {
     pub event_name: String,
     /// The topic, as the template's `Topic` evaluates (a logical id locally).
     pub topic: String,
+}
+
+/// A Lambda trigger of a Cognito user pool: the pool's `LambdaConfig` names the function.
+/// Locally there is no user pool, so nothing signs anyone in: the function runs and is invoked
+/// directly (a test, `local-cloud check`), like an SNS subscriber.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CognitoTrigger {
+    /// The user pool's logical id.
+    pub user_pool: String,
+    /// The trigger, as `LambdaConfig` names it: `PreTokenGeneration` (from
+    /// `PreTokenGenerationConfig` too), `PreSignUp`, `CustomMessage`, ...
+    pub trigger: String,
+    /// The event version Cognito sends: `LambdaVersion` (`V1_0`, `V2_0`, `V3_0`), `V1_0` when
+    /// the trigger has none.
+    pub version: String,
 }
 
 /// A `Schedule` or `ScheduleV2` event.

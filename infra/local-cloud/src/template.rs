@@ -18,8 +18,8 @@ use serde_yaml::{Mapping, Value};
 mod throttling;
 
 use crate::model::{
-    EventSpec, FunctionSpec, HttpRoute, IndexSpec, JwtAuthorizer, Model, QueueSpec, ScheduleSource,
-    SqsSource, StreamSource, TableSpec, TopicSource,
+    CognitoTrigger, EventSpec, FunctionSpec, HttpRoute, IndexSpec, JwtAuthorizer, Model, QueueSpec,
+    ScheduleSource, SqsSource, StreamSource, TableSpec, TopicSource,
 };
 
 /// How local resources are named: the runner's stand-ins for the AWS account.
@@ -179,6 +179,28 @@ pub(crate) fn load_str(
         }
     }
     resolver.check_route_settings(&apis)?;
+    // A user pool's triggers become events of the functions they name.
+    for (id, decl, kind) in &resources {
+        if kind == "AWS::Cognito::UserPool" {
+            let props = properties(&resolver, decl, &At::new(format!("resource {id}")))?;
+            for (arn, at, trigger) in resolver.cognito_triggers(id, &props)? {
+                let function = model
+                    .functions
+                    .iter_mut()
+                    .find(|function| resolver.function_arn(&function.logical_id) == arn)
+                    .ok_or_else(|| {
+                        resolver.fail(
+                            &at,
+                            Problem::UnknownArn {
+                                kind: "function",
+                                arn: arn.clone(),
+                            },
+                        )
+                    })?;
+                function.events.push(EventSpec::Cognito(trigger));
+            }
+        }
+    }
     Ok(model)
 }
 
@@ -978,10 +1000,7 @@ impl<'t> Resolver<'t> {
             {
                 Some("6379".to_owned())
             }
-            (Resource::Function, "Arn") => Some(format!(
-                "arn:aws:lambda:{}:{}:function:{resource}",
-                self.names.region, self.names.account_id
-            )),
+            (Resource::Function, "Arn") => Some(self.function_arn(resource)),
             _ => None,
         };
         value.ok_or_else(|| {
@@ -1339,6 +1358,60 @@ impl<'t> Resolver<'t> {
             reserved_concurrency: props.u32_at("ReservedConcurrentExecutions")?,
             events,
         })
+    }
+
+    /// The local ARN of a function of the template (what `!GetAtt <Function>.Arn` gives).
+    fn function_arn(&self, logical_id: &str) -> String {
+        format!(
+            "arn:aws:lambda:{}:{}:function:{logical_id}",
+            self.names.region, self.names.account_id
+        )
+    }
+
+    /// The Lambda triggers in a user pool's `LambdaConfig`: (function ARN, where, trigger).
+    /// `PreTokenGenerationConfig` (with its `LambdaVersion`) wins over the older
+    /// `PreTokenGeneration` key, which names the same function when both are set.
+    fn cognito_triggers(
+        &self,
+        pool: &str,
+        props: &Node<'_>,
+    ) -> anyhow::Result<Vec<(String, At, CognitoTrigger)>> {
+        let Some(config) = props.get("LambdaConfig")? else {
+            return Ok(Vec::new());
+        };
+        let entries = config.entries()?;
+        let versioned = entries
+            .iter()
+            .any(|(key, _)| key == "PreTokenGenerationConfig");
+        let mut triggers = Vec::new();
+        for (key, value) in &entries {
+            let (trigger, arn, version) = match key.as_str() {
+                // A KMS key for the custom senders, not a function.
+                "KMSKeyID" => continue,
+                "PreTokenGeneration" if versioned => continue,
+                "PreTokenGenerationConfig" => (
+                    "PreTokenGeneration".to_owned(),
+                    value.required_string("LambdaArn")?,
+                    value.string_at("LambdaVersion")?,
+                ),
+                "CustomEmailSender" | "CustomSMSSender" => (
+                    key.clone(),
+                    value.required_string("LambdaArn")?,
+                    value.string_at("LambdaVersion")?,
+                ),
+                _ => (key.clone(), value.string()?, None),
+            };
+            triggers.push((
+                arn,
+                value.at.clone(),
+                CognitoTrigger {
+                    user_pool: pool.to_owned(),
+                    trigger,
+                    version: version.unwrap_or_else(|| "V1_0".to_owned()),
+                },
+            ));
+        }
+        Ok(triggers)
     }
 
     fn event(
@@ -2710,6 +2783,91 @@ Resources:
             err,
             "template.yaml: resource Fn, Events.Route.Properties.Auth.Authorizer: authorizer \
              Missing is not defined in Auth.Authorizers of the resource Api"
+        );
+    }
+
+    #[test]
+    fn a_user_pools_triggers_are_events_of_their_functions() {
+        let model = load_yaml(
+            r#"
+Parameters:
+  Scope: {Type: String, Default: admins}
+Conditions:
+  Guarded: !Equals [!Ref Scope, admins]
+Resources:
+  Pool:
+    Type: AWS::Cognito::UserPool
+    Properties:
+      LambdaConfig:
+        PreTokenGeneration: !GetAtt Guard.Arn
+        PreTokenGenerationConfig:
+          LambdaArn: !GetAtt Guard.Arn
+          LambdaVersion: V2_0
+        PreSignUp: !If [Guarded, !GetAtt Signup.Arn, !Ref AWS::NoValue]
+        KMSKeyID: arn:aws:kms:us-east-1:123456789012:key/k
+  Guard:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: functions/guard}
+  Signup:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: functions/signup}
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            function(&model, "Guard").events,
+            [EventSpec::Cognito(CognitoTrigger {
+                user_pool: "Pool".into(),
+                trigger: "PreTokenGeneration".into(),
+                version: "V2_0".into(),
+            })]
+        );
+        assert_eq!(
+            function(&model, "Signup").events,
+            [EventSpec::Cognito(CognitoTrigger {
+                user_pool: "Pool".into(),
+                trigger: "PreSignUp".into(),
+                version: "V1_0".into(),
+            })]
+        );
+    }
+
+    #[test]
+    fn a_trigger_must_name_a_function_of_the_template() {
+        assert_eq!(
+            error_of(
+                r#"
+Resources:
+  Pool:
+    Type: AWS::Cognito::UserPool
+    Properties:
+      LambdaConfig:
+        PreSignUp: arn:aws:lambda:us-east-1:123456789012:function:Elsewhere
+"#
+            ),
+            "template.yaml: resource Pool, LambdaConfig.PreSignUp: no function of this template \
+             has the ARN arn:aws:lambda:us-east-1:123456789012:function:Elsewhere"
+        );
+    }
+
+    #[test]
+    fn the_admin_mfa_guard_is_the_pools_v2_trigger_unless_everyone_has_mfa() {
+        let guarded = project(&[]).unwrap();
+        assert_eq!(
+            function(&guarded, "AdminMfaGuardFunction").events,
+            [EventSpec::Cognito(CognitoTrigger {
+                user_pool: "UserPool".into(),
+                trigger: "PreTokenGeneration".into(),
+                version: "V2_0".into(),
+            })]
+        );
+        let everyone = project(&[("MfaScope", "everyone")]).unwrap();
+        assert!(
+            everyone
+                .functions
+                .iter()
+                .all(|f| f.logical_id != "AdminMfaGuardFunction"),
+            "with MFA for everyone the pool has no trigger and the guard does not exist"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! `redis-server`. `make test` starts them and exports their endpoints; every test makes its
 //! own table, queue or key prefix, so the tests run in parallel.
 
+mod admin_mfa;
 mod async_path;
 mod conflicts;
 mod dynamo;

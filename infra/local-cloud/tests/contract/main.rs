@@ -3,6 +3,7 @@
 //! function's IAM policy grants only what its code uses.
 
 mod aws_rules;
+mod cognito;
 mod contention;
 mod openapi;
 mod policies;

@@ -206,13 +206,27 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             (COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"]),
         ],
     ),
+    // has_mfa: AdminGetUser of an admin signing in (see ALLOWED_WILDCARDS for the resource).
+    (
+        "AdminMfaGuardFunction",
+        &[(USER_POOLS, &["cognito-idp:AdminGetUser"])],
+    ),
 ];
 
-/// Wildcards that are genuinely necessary, as (action, resource); none is today. Actions that
-/// IAM only accepts on `Resource: "*"` belong here if a function ever needs them inline, e.g.
+/// The account's user pools in the stack's region: the guard cannot name its own pool,
+/// whose `LambdaConfig` names the guard (a circular dependency CloudFormation refuses).
+const USER_POOLS: &str =
+    "arn:${AWS::Partition}:cognito-idp:${AWS::Region}:${AWS::AccountId}:userpool/*";
+
+/// Wildcards that are genuinely necessary, as (action, resource). Actions that IAM only
+/// accepts on `Resource: "*"` belong here if a function ever needs them inline, e.g.
 /// `("xray:PutTraceSegments", "*")` or `("ec2:CreateNetworkInterface", "*")`; SAM attaches
 /// those through managed policies instead (see the module's documentation).
-const ALLOWED_WILDCARDS: &[(&str, &str)] = &[];
+///
+/// The one today: the admin MFA guard reads users of the account's pools in its region, as
+/// its pool cannot be named (see [`USER_POOLS`]); it is read-only, one action, and only the
+/// stack's own pool may invoke the function (`AdminMfaGuardPermission`).
+const ALLOWED_WILDCARDS: &[(&str, &str)] = &[("cognito-idp:AdminGetUser", USER_POOLS)];
 
 /// The SDK call (as it appears in `shared/src`) behind each data-plane action, so that the
 /// expectations above name only actions some code really performs. The pollers' actions are
@@ -243,6 +257,7 @@ const CALLS: &[(&str, &[&str])] = &[
         "elasticache:DescribeReplicationGroups",
         &[".describe_replication_groups()"],
     ),
+    ("cognito-idp:AdminGetUser", &[".admin_get_user()"]),
 ];
 
 /// A resource expression as written in the template, in the spelling of [`EXPECTED`].

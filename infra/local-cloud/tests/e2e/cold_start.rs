@@ -1,6 +1,11 @@
 //! Every function of the template refuses to start without its configuration, naming the
 //! missing variable, instead of serving requests it cannot answer.
 
+/// The functions that read no configuration: `admin-mfa-guard` gets the user pool and the
+/// user in each of Cognito's events (its pool cannot be given to it in the environment: the
+/// pool names the function, so that would be a circular dependency).
+const WITHOUT_CONFIGURATION: &[&str] = &["admin-mfa-guard"];
+
 use local_cloud::template::{LocalNames, load};
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,6 +29,9 @@ fn every_function_stops_its_cold_start_naming_the_missing_variable() {
     let binaries = exe.parent().and_then(|d| d.parent()).unwrap();
     assert!(!model.functions.is_empty());
     for function in &model.functions {
+        if WITHOUT_CONFIGURATION.contains(&function.binary.as_str()) {
+            continue;
+        }
         let output = Command::new(binaries.join(&function.binary))
             .env_clear()
             .env("AWS_REGION", "us-east-1")

@@ -1,0 +1,19 @@
+//! Cognito Pre Token Generation trigger (V2): takes `admin` out of the tokens of an operator
+//! without MFA; every other token passes unchanged.
+
+use app::admin_mfa::{self, CognitoMfaDirectory};
+use app::{cloud, telemetry};
+use lambda_runtime::{LambdaEvent, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    telemetry::init();
+    let directory = CognitoMfaDirectory::from_config(&cloud::sdk_config().await);
+    let directory = &directory;
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            Ok::<_, lambda_runtime::Error>(admin_mfa::guard(directory, event.payload).await?)
+        },
+    ))
+    .await
+}

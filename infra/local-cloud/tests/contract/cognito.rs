@@ -1,0 +1,290 @@
+//! The user pool's hardening, as `template.yaml` states it for each choice of its parameters:
+//! no self sign-up in prod (a `Rules` entry refuses the deploy), SRP only in prod, MFA for the
+//! admins (through the guard trigger) or for everyone, threat protection on the Plus plan.
+//!
+//! The template's `Rules`, `Conditions` and `!If`s are evaluated here for given parameters,
+//! as CloudFormation does before it creates anything: a small evaluator of the intrinsics they
+//! use (`!Equals`, `!Not`, `!And`, `!Or`, `!If`, `!Ref` of a parameter, `AWS::NoValue`); any
+//! other intrinsic is kept as written.
+
+use crate::support::{entries, yaml};
+use serde_yaml::{Mapping, Value};
+use std::collections::BTreeMap;
+
+/// The template, evaluated for one set of parameters (defaults for the rest).
+struct Stack {
+    template: Value,
+    parameters: BTreeMap<String, String>,
+}
+
+impl Stack {
+    fn new(overrides: &[(&str, &str)]) -> Self {
+        let template = yaml("template.yaml");
+        let mut parameters: BTreeMap<String, String> = entries(&template, "Parameters")
+            .into_iter()
+            .filter_map(|(name, p)| Some((name.to_owned(), scalar(p.get("Default")?))))
+            .collect();
+        for (name, value) in overrides {
+            assert!(
+                template["Parameters"].get(*name).is_some(),
+                "no parameter {name}"
+            );
+            parameters.insert((*name).to_owned(), (*value).to_owned());
+        }
+        Self {
+            template,
+            parameters,
+        }
+    }
+
+    /// The assertion descriptions of the `Rules` that refuse these parameters.
+    fn refusals(&self) -> Vec<String> {
+        let mut refused = Vec::new();
+        for (_, rule) in entries(&self.template, "Rules") {
+            if let Some(condition) = rule.get("RuleCondition")
+                && !self.truth(condition)
+            {
+                continue;
+            }
+            for assertion in rule["Assertions"].as_sequence().unwrap() {
+                if !self.truth(&assertion["Assert"]) {
+                    refused.push(scalar(&assertion["AssertDescription"]));
+                }
+            }
+        }
+        refused
+    }
+
+    fn condition(&self, name: &str) -> bool {
+        let condition = self.template["Conditions"]
+            .get(name)
+            .unwrap_or_else(|| panic!("no condition {name}"));
+        self.truth(condition)
+    }
+
+    /// Whether a resource exists (its `Condition` holds).
+    fn exists(&self, id: &str) -> bool {
+        let resource = &self.template["Resources"][id];
+        assert!(!resource.is_null(), "no resource {id}");
+        resource
+            .get("Condition")
+            .is_none_or(|c| self.condition(c.as_str().unwrap()))
+    }
+
+    /// A resource's properties, evaluated.
+    fn properties(&self, id: &str) -> Value {
+        assert!(
+            self.exists(id),
+            "{id} does not exist with {:?}",
+            self.parameters
+        );
+        self.eval(&self.template["Resources"][id]["Properties"])
+            .unwrap_or(Value::Null)
+    }
+
+    fn truth(&self, value: &Value) -> bool {
+        match self.eval(value) {
+            Some(Value::Bool(b)) => b,
+            other => panic!("not a condition: {value:?} -> {other:?}"),
+        }
+    }
+
+    /// `None` is `AWS::NoValue`: the key it stands for is left out.
+    fn eval(&self, value: &Value) -> Option<Value> {
+        match value {
+            Value::Mapping(map) => {
+                let mut out = Mapping::new();
+                for (key, item) in map {
+                    if let Some(item) = self.eval(item) {
+                        out.insert(key.clone(), item);
+                    }
+                }
+                Some(Value::Mapping(out))
+            }
+            Value::Sequence(items) => Some(Value::Sequence(
+                items.iter().filter_map(|item| self.eval(item)).collect(),
+            )),
+            Value::Tagged(tagged) => {
+                let tag = tagged.tag.to_string();
+                let args = || tagged.value.as_sequence().expect("a list of arguments");
+                match tag.trim_start_matches('!') {
+                    "Ref" => {
+                        let name = tagged.value.as_str().unwrap();
+                        if name == "AWS::NoValue" {
+                            return None;
+                        }
+                        Some(match self.parameters.get(name) {
+                            Some(value) => Value::String(value.clone()),
+                            None => value.clone(),
+                        })
+                    }
+                    "Equals" => {
+                        let [a, b] = args().as_slice() else {
+                            panic!("!Equals takes two values")
+                        };
+                        Some(Value::Bool(
+                            self.eval(a).map(|v| scalar(&v)) == self.eval(b).map(|v| scalar(&v)),
+                        ))
+                    }
+                    "Not" => Some(Value::Bool(!self.truth(&args()[0]))),
+                    "And" => Some(Value::Bool(args().iter().all(|c| self.truth(c)))),
+                    "Or" => Some(Value::Bool(args().iter().any(|c| self.truth(c)))),
+                    "Condition" => {
+                        Some(Value::Bool(self.condition(tagged.value.as_str().unwrap())))
+                    }
+                    "If" => {
+                        let [condition, then, otherwise] = args().as_slice() else {
+                            panic!("!If takes three values")
+                        };
+                        if self.condition(condition.as_str().unwrap()) {
+                            self.eval(then)
+                        } else {
+                            self.eval(otherwise)
+                        }
+                    }
+                    _ => Some(value.clone()),
+                }
+            }
+            other => Some(other.clone()),
+        }
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_sequence()
+        .unwrap_or_else(|| panic!("not a list: {value:?}"))
+        .iter()
+        .map(scalar)
+        .collect()
+}
+
+#[test]
+fn the_defaults_are_the_hardened_choices() {
+    let template = yaml("template.yaml");
+    let default = |name: &str| scalar(&template["Parameters"][name]["Default"]);
+    assert_eq!(default("SelfSignUp"), "disabled");
+    assert_eq!(default("MfaScope"), "admins");
+    assert_eq!(default("ThreatProtection"), "OFF");
+}
+
+#[test]
+fn prod_cannot_be_deployed_with_self_sign_up() {
+    let refusal = "SelfSignUp must be disabled when EnvironmentName is prod.";
+    let prod_open = Stack::new(&[("EnvironmentName", "prod"), ("SelfSignUp", "enabled")]);
+    assert_eq!(prod_open.refusals(), [refusal]);
+    assert!(
+        Stack::new(&[("EnvironmentName", "prod")])
+            .refusals()
+            .is_empty()
+    );
+    let dev_open = Stack::new(&[("EnvironmentName", "dev"), ("SelfSignUp", "enabled")]);
+    assert!(dev_open.refusals().is_empty());
+    assert_eq!(
+        dev_open.properties("UserPool")["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"],
+        Value::Bool(false)
+    );
+    assert_eq!(
+        Stack::new(&[]).properties("UserPool")["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"],
+        Value::Bool(true),
+        "by default only an operator creates users"
+    );
+}
+
+#[test]
+fn prod_signs_in_with_srp_or_the_admin_api_never_a_client_sent_password() {
+    let flows = |env: &str| {
+        strings(
+            &Stack::new(&[("EnvironmentName", env)]).properties("UserPoolClient")["ExplicitAuthFlows"],
+        )
+    };
+    let prod = flows("prod");
+    assert!(
+        !prod.contains(&"ALLOW_USER_PASSWORD_AUTH".to_owned()),
+        "{prod:?}"
+    );
+    for flow in [
+        "ALLOW_USER_SRP_AUTH",
+        "ALLOW_ADMIN_USER_PASSWORD_AUTH",
+        "ALLOW_REFRESH_TOKEN_AUTH",
+    ] {
+        assert!(
+            prod.contains(&flow.to_owned()),
+            "prod lacks {flow}: {prod:?}"
+        );
+        assert!(flows("dev").contains(&flow.to_owned()));
+    }
+    assert!(flows("dev").contains(&"ALLOW_USER_PASSWORD_AUTH".to_owned()));
+}
+
+#[test]
+fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
+    let stack = Stack::new(&[("MfaScope", "admins")]);
+    let pool = stack.properties("UserPool");
+    assert_eq!(pool["MfaConfiguration"], "OPTIONAL");
+    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    // V2_0: the only version whose group override reaches the access token too.
+    let trigger = &pool["LambdaConfig"]["PreTokenGenerationConfig"];
+    assert_eq!(trigger["LambdaVersion"], "V2_0");
+    assert_eq!(
+        serde_yaml::to_string(&trigger["LambdaArn"]).unwrap().trim(),
+        "!GetAtt AdminMfaGuardFunction.Arn"
+    );
+    assert_eq!(pool["UserPoolTier"], "ESSENTIALS");
+    for id in [
+        "AdminMfaGuardFunction",
+        "AdminMfaGuardPermission",
+        "AdminMfaGuardLogGroup",
+    ] {
+        assert!(stack.exists(id), "{id}");
+    }
+    let permission = stack.properties("AdminMfaGuardPermission");
+    assert_eq!(permission["Principal"], "cognito-idp.amazonaws.com");
+    assert_eq!(
+        serde_yaml::to_string(&permission["SourceArn"])
+            .unwrap()
+            .trim(),
+        "!GetAtt UserPool.Arn",
+        "only this stack's pool may invoke the guard"
+    );
+}
+
+#[test]
+fn everyone_needs_totp_without_a_trigger() {
+    let stack = Stack::new(&[("MfaScope", "everyone")]);
+    let pool = stack.properties("UserPool");
+    assert_eq!(pool["MfaConfiguration"], "ON");
+    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    assert!(pool.get("LambdaConfig").is_none(), "{pool:?}");
+    assert_eq!(pool["UserPoolTier"], "LITE");
+    for id in [
+        "AdminMfaGuardFunction",
+        "AdminMfaGuardPermission",
+        "AdminMfaGuardLogGroup",
+    ] {
+        assert!(!stack.exists(id), "{id}");
+    }
+}
+
+#[test]
+fn threat_protection_puts_the_pool_on_the_plus_plan() {
+    for mode in ["AUDIT", "ENFORCED"] {
+        for scope in ["admins", "everyone"] {
+            let pool = Stack::new(&[("ThreatProtection", mode), ("MfaScope", scope)])
+                .properties("UserPool");
+            assert_eq!(pool["UserPoolTier"], "PLUS");
+            assert_eq!(pool["UserPoolAddOns"]["AdvancedSecurityMode"], mode);
+        }
+    }
+    let off = Stack::new(&[("ThreatProtection", "OFF")]).properties("UserPool");
+    assert!(off.get("UserPoolAddOns").is_none(), "{off:?}");
+}
