@@ -126,6 +126,14 @@ impl Stack {
                             self.eval(a).map(|v| scalar(&v)) == self.eval(b).map(|v| scalar(&v)),
                         ))
                     }
+                    "Contains" => {
+                        let [list, wanted] = args().as_slice() else {
+                            panic!("!Contains takes a list and a value")
+                        };
+                        let list = strings(&self.eval(list).expect("a list"));
+                        let wanted = scalar(&self.eval(wanted).expect("a value"));
+                        Some(Value::Bool(list.contains(&wanted)))
+                    }
                     "Not" => Some(Value::Bool(!self.truth(&args()[0]))),
                     "And" => Some(Value::Bool(args().iter().all(|c| self.truth(c)))),
                     "Or" => Some(Value::Bool(args().iter().any(|c| self.truth(c)))),
@@ -175,6 +183,21 @@ fn the_defaults_are_the_hardened_choices() {
     assert_eq!(default("SelfSignUp"), "disabled");
     assert_eq!(default("MfaScope"), "admins");
     assert_eq!(default("ThreatProtection"), "OFF");
+}
+
+#[test]
+fn prod_cannot_be_deployed_with_a_log_level_above_info() {
+    let refusal = "In prod LogLevel must be INFO, WARN, ERROR or FATAL.";
+    for level in ["TRACE", "DEBUG"] {
+        let stack = Stack::new(&[("EnvironmentName", "prod"), ("LogLevel", level)]);
+        assert_eq!(stack.refusals(), [refusal], "{level}");
+        let dev = Stack::new(&[("EnvironmentName", "dev"), ("LogLevel", level)]);
+        assert!(dev.refusals().is_empty(), "{level} in dev");
+    }
+    for level in ["INFO", "WARN", "ERROR", "FATAL"] {
+        let stack = Stack::new(&[("EnvironmentName", "prod"), ("LogLevel", level)]);
+        assert!(stack.refusals().is_empty(), "{level}");
+    }
 }
 
 #[test]
