@@ -970,16 +970,7 @@ async fn published_sale(operator: &Api, starts: OffsetDateTime) -> String {
     let mut body = sale_body();
     body["startsAt"] = json!(rfc3339(starts));
     body["endsAt"] = json!(rfc3339(starts + time::Duration::hours(1)));
-    let (status, sale) = operator
-        .call("POST", "/seckill/activities", Some(body))
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let id = sale["id"].as_str().unwrap().to_owned();
-    let (status, body) = operator
-        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    id
+    crate::seckill::create_and_publish(operator, body).await
 }
 
 #[tokio::test]

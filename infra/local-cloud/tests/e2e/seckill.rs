@@ -17,20 +17,22 @@ pub(crate) const WAIT: Duration = Duration::from_secs(40);
 pub(crate) async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> String {
     let operator = Api::admin(cloud, "operator");
     let now = OffsetDateTime::now_utc();
+    let body = json!({
+        "productId": "p-1",
+        "title": "Flash sale",
+        "priceCents": 1999,
+        "stock": stock,
+        "perUserLimit": per_user_limit,
+        "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
+        "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
+    });
+    create_and_publish(&operator, body).await
+}
+
+/// Creates the sale `body` defines as `operator` and publishes it; answers its id.
+pub(crate) async fn create_and_publish(operator: &Api, body: Value) -> String {
     let (status, sale) = operator
-        .call(
-            "POST",
-            "/seckill/activities",
-            Some(json!({
-                "productId": "p-1",
-                "title": "Flash sale",
-                "priceCents": 1999,
-                "stock": stock,
-                "perUserLimit": per_user_limit,
-                "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
-                "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
-            })),
-        )
+        .call("POST", "/seckill/activities", Some(body))
         .await;
     assert_eq!(status, 201, "{sale}");
     let id = sale["id"].as_str().unwrap().to_owned();
