@@ -20,7 +20,8 @@ fi
     echo "# Reliability: faults tried and invariants held"
     echo
     echo "Written by the reliability suite itself (\`make test\`: the e2e tests"
-    echo "\`reliability\`, \`redis_loss\`, \`decoupling\`, \`contention\` and \`hostile\` in"
+    echo "\`reliability\`, \`redis_loss\`, \`decoupling\`, \`contention\`, \`hostile\`, \`abuse\`,"
+    echo "\`throttling\` and \`follow\` in"
     echo "infra/local-cloud/tests/e2e, then \`infra/reliability-report.sh\`): a scenario adds its"
     echo "row only after every one of its assertions passed, so each row is a run in which the"
     echo "invariants held. Faults are injected by the local cloud's fault switches (README,"

@@ -2,6 +2,7 @@
 //! runner with the real function binaries, against the emulators, driven over HTTP as a
 //! client would.
 
+mod abuse;
 mod cache_failover;
 mod cold_start;
 mod contention;
