@@ -1,7 +1,7 @@
 //! `Conditions`: each named condition evaluated once (a cycle is an error), with the condition
 //! functions `!Equals`, `!Not`, `!And`, `!Or` and `!Condition`.
 
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 use super::error::{At, Problem};
 use super::intrinsics::{Resolver, intrinsic, short};

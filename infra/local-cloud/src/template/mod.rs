@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 mod cognito;
 mod conditions;
@@ -90,7 +90,7 @@ pub(crate) fn load_str(
     names: &LocalNames,
 ) -> anyhow::Result<Model> {
     let mut doc: Value =
-        serde_yaml::from_str(text).with_context(|| format!("{file}: not a valid YAML document"))?;
+        yaml_serde::from_str(text).with_context(|| format!("{file}: not a valid YAML document"))?;
     doc.apply_merge()
         .with_context(|| format!("{file}: invalid YAML merge key"))?;
     let empty = Mapping::new();

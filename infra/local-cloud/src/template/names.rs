@@ -1,7 +1,7 @@
 //! The local stand-ins for the account's names: the physical names of tables and queues, and
 //! the ARNs and URLs that `!Ref`, `!GetAtt` and `!Sub` give for the template's resources.
 
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 use super::error::{At, Problem};
 use super::intrinsics::Resolver;

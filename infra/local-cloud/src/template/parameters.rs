@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 use super::error::Problem;
 use super::yaml::scalar_string;

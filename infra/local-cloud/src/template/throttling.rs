@@ -5,7 +5,7 @@
 //! A `RouteSettings` key that names no route of its API is an error here as in AWS, where the
 //! stage fails to deploy: a limit meant for a route must not silently protect nothing.
 
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 use super::error::Problem;
 use super::intrinsics::Resolver;

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 use super::error::{At, Problem};
 use super::intrinsics::{Resolver, intrinsic};
