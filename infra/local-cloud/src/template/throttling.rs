@@ -5,7 +5,11 @@
 //! A `RouteSettings` key that names no route of its API is an error here as in AWS, where the
 //! stage fails to deploy: a limit meant for a route must not silently protect nothing.
 
-use super::{Node, Problem, Resolver, Value, scalar_string};
+use yaml_serde::Value;
+
+use super::error::Problem;
+use super::intrinsics::Resolver;
+use super::yaml::{Node, scalar_string};
 use crate::model::RouteThrottle;
 use std::collections::BTreeSet;
 
@@ -141,7 +145,6 @@ mod tests {
     use super::super::{LocalNames, load_str};
     use crate::model::{EventSpec, HttpRoute, Model, RouteThrottle};
     use std::collections::BTreeMap;
-    use std::path::Path;
 
     fn names() -> LocalNames {
         LocalNames {
@@ -321,68 +324,5 @@ Resources:
         let routes = routes(&model);
         assert_eq!(routes["GET /hot"], limit(1.0, 1));
         assert_eq!(routes["GET /cold"], limit(10.0, 20));
-    }
-
-    #[test]
-    fn the_project_template_throttles_the_sale_routes_tightest() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
-        let model = super::super::load(&path, &BTreeMap::new(), &names()).unwrap();
-        let served = routes(&model);
-        let detail = served["GET /seckill/activities/{id}"].expect("the detail route's limit");
-        let orders = served["POST /seckill/activities/{id}/orders"].expect("place-order's limit");
-        assert_eq!(detail, limit(1_000.0, 500).unwrap());
-        assert_eq!(orders, limit(3_000.0, 1_500).unwrap());
-        for (key, throttle) in &served {
-            let throttle = throttle.unwrap_or_else(|| panic!("{key} has no limit"));
-            if !key.starts_with("GET /seckill/activities/{id}")
-                && !key.starts_with("POST /seckill/activities/{id}/orders")
-            {
-                assert_eq!(throttle, limit(4_000.0, 2_000).unwrap(), "{key}");
-                assert!(throttle.rate_per_second > orders.rate_per_second, "{key}");
-            }
-        }
-        assert!(detail.rate_per_second < orders.rate_per_second);
-
-        let overridden = super::super::load(
-            &path,
-            &BTreeMap::from([
-                ("SaleDetailThrottlingRateLimit".to_owned(), "2".to_owned()),
-                ("SaleDetailThrottlingBurstLimit".to_owned(), "4".to_owned()),
-            ]),
-            &names(),
-        )
-        .unwrap();
-        assert_eq!(
-            routes(&overridden)["GET /seckill/activities/{id}"],
-            limit(2.0, 4)
-        );
-    }
-
-    #[test]
-    fn the_redis_routes_reserve_concurrency_unless_set_to_zero() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
-        let reserved = |overrides: &[(&str, &str)]| {
-            let overrides = overrides
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            let model = super::super::load(&path, &overrides, &names()).unwrap();
-            ["GetSaleFunction", "PlaceOrderFunction"].map(|id| {
-                model
-                    .functions
-                    .iter()
-                    .find(|f| f.logical_id == id)
-                    .unwrap()
-                    .reserved_concurrency
-            })
-        };
-        assert_eq!(reserved(&[]), [Some(50), Some(100)]);
-        assert_eq!(
-            reserved(&[
-                ("GetSaleReservedConcurrency", "0"),
-                ("PlaceOrderReservedConcurrency", "0")
-            ]),
-            [None, None]
-        );
     }
 }

@@ -20,7 +20,7 @@
 
 use crate::support::{entries, project_model, root, yaml};
 use local_cloud::model::EventSpec;
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 #[test]
 fn every_consumed_queue_hides_a_message_for_six_function_timeouts() {
@@ -236,5 +236,5 @@ fn data_and_identities_outlive_a_deleted_or_replaced_stack() {
 }
 
 fn yaml_value(text: &str) -> Value {
-    serde_yaml::from_str(text).unwrap()
+    yaml_serde::from_str(text).unwrap()
 }

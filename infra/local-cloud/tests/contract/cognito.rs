@@ -8,8 +8,8 @@
 //! other intrinsic is kept as written.
 
 use crate::support::{entries, yaml};
-use serde_yaml::{Mapping, Value};
 use std::collections::BTreeMap;
+use yaml_serde::{Mapping, Value};
 
 /// The template, evaluated for one set of parameters (defaults for the rest).
 struct Stack {
@@ -259,7 +259,7 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
     let trigger = &pool["LambdaConfig"]["PreTokenGenerationConfig"];
     assert_eq!(trigger["LambdaVersion"], "V2_0");
     assert_eq!(
-        serde_yaml::to_string(&trigger["LambdaArn"]).unwrap().trim(),
+        yaml_serde::to_string(&trigger["LambdaArn"]).unwrap().trim(),
         "!GetAtt AdminMfaGuardFunction.Arn"
     );
     assert_eq!(pool["UserPoolTier"], "ESSENTIALS");
@@ -273,7 +273,7 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
     let permission = stack.properties("AdminMfaGuardPermission");
     assert_eq!(permission["Principal"], "cognito-idp.amazonaws.com");
     assert_eq!(
-        serde_yaml::to_string(&permission["SourceArn"])
+        yaml_serde::to_string(&permission["SourceArn"])
             .unwrap()
             .trim(),
         "!GetAtt UserPool.Arn",

@@ -1,6 +1,7 @@
 //! Contract tests of the repository's documents, no emulator needed: `openapi.yaml` describes
 //! exactly the routes that `template.yaml` serves, with the same authorizers, and every
-//! function's IAM policy grants only what its code uses.
+//! function's IAM policy grants only what its code uses; and the runner reads `template.yaml`
+//! as the project means it (`template`).
 
 mod aws_rules;
 mod cognito;
@@ -8,3 +9,4 @@ mod contention;
 mod openapi;
 mod policies;
 mod support;
+mod template;

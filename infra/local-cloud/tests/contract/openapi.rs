@@ -3,8 +3,8 @@
 
 use crate::support::{entries, project_model, yaml};
 use local_cloud::model::EventSpec;
-use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use yaml_serde::Value;
 
 const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "options"];
 

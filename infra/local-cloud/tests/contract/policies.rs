@@ -18,8 +18,8 @@
 //! actions only work on `*`).
 
 use crate::support::{entries, root, yaml};
-use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use yaml_serde::Value;
 
 const SOCIAL: &str = "SocialTable.Arn";
 const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
@@ -584,8 +584,8 @@ fn the_checks_catch_what_they_are_for() {
         "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*"
     ));
     assert!(!is_wildcard_resource("${SocialTable.Arn}/index/gsi1"));
-    let tagged: Value = serde_yaml::from_str("!GetAtt [OrderQueue, Arn]").unwrap();
+    let tagged: Value = yaml_serde::from_str("!GetAtt [OrderQueue, Arn]").unwrap();
     assert_eq!(resource_text(&tagged), "OrderQueue.Arn");
-    let tagged: Value = serde_yaml::from_str("!Sub \"${CommerceTable.Arn}/index/gsi1\"").unwrap();
+    let tagged: Value = yaml_serde::from_str("!Sub \"${CommerceTable.Arn}/index/gsi1\"").unwrap();
     assert_eq!(resource_text(&tagged), "${CommerceTable.Arn}/index/gsi1");
 }

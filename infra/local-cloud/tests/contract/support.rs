@@ -1,7 +1,7 @@
 //! The documents under test, read from the repository root.
 
-use serde_yaml::Value;
 use std::path::PathBuf;
+use yaml_serde::Value;
 
 /// The repository root (this crate is `infra/local-cloud`).
 pub fn root() -> PathBuf {
@@ -29,7 +29,7 @@ pub fn yaml(relative: &str) -> Value {
     let path = root().join(relative);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|err| panic!("{relative} is not YAML: {err}"))
+    yaml_serde::from_str(&text).unwrap_or_else(|err| panic!("{relative} is not YAML: {err}"))
 }
 
 /// `value[key]` as a mapping's entries, empty when absent.

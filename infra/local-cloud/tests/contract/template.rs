@@ -1,0 +1,333 @@
+//! The project's `template.yaml` as the runner reads it: its functions, queues and tables, its
+//! parameters and their checks, its user pool's triggers and its routes' throttling.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use local_cloud::model::{
+    CognitoTrigger, EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer, Model, QueueSpec,
+    RouteThrottle, TableSpec,
+};
+use local_cloud::template::{LocalNames, load};
+use serde_json::json;
+
+const ACCOUNT: &str = "123456789012";
+const SQS: &str = "http://127.0.0.1:4566";
+
+fn names() -> LocalNames {
+    LocalNames {
+        stack_name: "local".into(),
+        region: "us-east-1".into(),
+        account_id: ACCOUNT.into(),
+        sqs_endpoint: SQS.into(),
+    }
+}
+
+fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn template_path() -> PathBuf {
+    super::support::root().join("template.yaml")
+}
+
+fn project(pairs: &[(&str, &str)]) -> anyhow::Result<Model> {
+    load(&template_path(), &overrides(pairs), &names())
+}
+
+fn function<'m>(model: &'m Model, id: &str) -> &'m FunctionSpec {
+    model
+        .functions
+        .iter()
+        .find(|f| f.logical_id == id)
+        .unwrap_or_else(|| panic!("function {id}"))
+}
+
+fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
+    model
+        .queues
+        .iter()
+        .find(|q| q.logical_id == id)
+        .unwrap_or_else(|| panic!("queue {id}"))
+}
+
+fn table<'m>(model: &'m Model, id: &str) -> &'m TableSpec {
+    model
+        .tables
+        .iter()
+        .find(|t| t.logical_id == id)
+        .unwrap_or_else(|| panic!("table {id}"))
+}
+
+fn url(name: &str) -> String {
+    format!("{SQS}/{ACCOUNT}/{name}")
+}
+
+fn queue_arn(name: &str) -> String {
+    format!("arn:aws:sqs:us-east-1:{ACCOUNT}:{name}")
+}
+
+fn jwt(name: &str) -> Option<JwtAuthorizer> {
+    Some(JwtAuthorizer {
+        name: name.into(),
+        identity_source: "$request.header.Authorization".into(),
+    })
+}
+
+fn routes(model: &Model) -> BTreeMap<String, Option<RouteThrottle>> {
+    model
+        .functions
+        .iter()
+        .flat_map(|f| &f.events)
+        .filter_map(|event| match event {
+            EventSpec::Http(HttpRoute {
+                method,
+                path,
+                throttle,
+                ..
+            }) => Some((format!("{method} {path}"), *throttle)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn limit(rate_per_second: f64, burst: u32) -> Option<RouteThrottle> {
+    Some(RouteThrottle {
+        rate_per_second,
+        burst,
+    })
+}
+
+#[test]
+fn project_template_loads() {
+    let model = project(&[]).expect("template.yaml loads");
+
+    let put = function(&model, "PutProfileFunction");
+    assert_eq!(put.binary, "put-profile");
+    assert_eq!(put.timeout, Duration::from_secs(10));
+    assert_eq!(put.memory_mb, 128);
+    assert_eq!(put.environment["APP_ENV"], "dev");
+    assert_eq!(put.environment["SOCIAL_TABLE"], "local-SocialTable");
+    assert!(put.events.contains(&EventSpec::Http(HttpRoute {
+        event_name: "PutProfile".into(),
+        method: "PUT".into(),
+        path: "/users/me".into(),
+        authorizer: jwt("CognitoJwt"),
+        // The stage default (throttling's own tests cover the rest).
+        throttle: Some(RouteThrottle {
+            rate_per_second: 4_000.0,
+            burst: 2_000,
+        }),
+    })));
+    for function in &model.functions {
+        assert!(
+            !function.binary.is_empty(),
+            "{} has a binary",
+            function.logical_id
+        );
+        assert_eq!(function.environment["SOCIAL_TABLE"], "local-SocialTable");
+    }
+
+    for (main, dlq, name) in [
+        (
+            "NotificationQueue",
+            "NotificationDeadLetterQueue",
+            "notification",
+        ),
+        (
+            "FollowerCountQueue",
+            "FollowerCountDeadLetterQueue",
+            "follower-count",
+        ),
+        ("OrderQueue", "OrderDeadLetterQueue", "order"),
+        (
+            "OrderTimeoutQueue",
+            "OrderTimeoutDeadLetterQueue",
+            "order-timeout",
+        ),
+    ] {
+        let main_queue = queue(&model, main);
+        assert_eq!(main_queue.name, format!("local-{name}"));
+        assert_eq!(main_queue.url, url(&format!("local-{name}")));
+        assert_eq!(main_queue.attributes["VisibilityTimeout"], "60");
+        let redrive: serde_json::Value =
+            serde_json::from_str(&main_queue.attributes["RedrivePolicy"]).unwrap();
+        assert_eq!(
+            redrive,
+            json!({"deadLetterTargetArn": queue_arn(&format!("local-{dlq}")), "maxReceiveCount": 5})
+        );
+        let dlq_queue = queue(&model, dlq);
+        assert_eq!(dlq_queue.name, format!("local-{dlq}"));
+        assert_eq!(dlq_queue.attributes["MessageRetentionPeriod"], "1209600");
+        let allow: serde_json::Value =
+            serde_json::from_str(&dlq_queue.attributes["RedriveAllowPolicy"]).unwrap();
+        assert_eq!(
+            allow,
+            json!({
+                "redrivePermission": "byQueue",
+                "sourceQueueArns": [queue_arn(&format!("local-{name}"))],
+            })
+        );
+        assert!(!dlq_queue.attributes.contains_key("SqsManagedSseEnabled"));
+    }
+    assert_eq!(
+        queue(&model, "OrderTimeoutQueue").attributes["DelaySeconds"],
+        "900"
+    );
+
+    let social = table(&model, "SocialTable");
+    assert_eq!(social.name, "local-SocialTable");
+    let gsis: Vec<_> = social
+        .global_secondary_indexes
+        .iter()
+        .map(|i| {
+            (
+                i.name.as_str(),
+                i.projection_type.as_str(),
+                i.key_schema.len(),
+            )
+        })
+        .collect();
+    assert_eq!(gsis, [("gsi1", "ALL", 2), ("gsi2", "ALL", 2)]);
+    assert_eq!(
+        social.stream_view_type.as_deref(),
+        Some("NEW_AND_OLD_IMAGES")
+    );
+    assert_eq!(social.ttl_attribute.as_deref(), Some("expiresAt"));
+    let commerce = table(&model, "CommerceTable");
+    assert_eq!(commerce.global_secondary_indexes.len(), 1);
+    assert_eq!(commerce.stream_view_type, None);
+    assert_eq!(commerce.ttl_attribute.as_deref(), Some("expiresAt"));
+}
+
+#[test]
+fn parameter_overrides_apply_and_bad_values_are_rejected() {
+    let model = project(&[("EnvironmentName", "prod"), ("PaymentWindowSeconds", "60")])
+        .expect("valid overrides");
+    assert_eq!(
+        function(&model, "PutProfileFunction").environment["APP_ENV"],
+        "prod"
+    );
+    assert_eq!(
+        queue(&model, "OrderTimeoutQueue").attributes["DelaySeconds"],
+        "60"
+    );
+
+    let err = format!(
+        "{:#}",
+        project(&[("EnvironmentName", "staging")]).unwrap_err()
+    );
+    assert!(err.contains("parameter EnvironmentName"), "{err}");
+    assert!(
+        err.contains("\"staging\" is not one of the AllowedValues"),
+        "{err}"
+    );
+
+    let err = format!(
+        "{:#}",
+        project(&[("PaymentWindowSeconds", "901")]).unwrap_err()
+    );
+    assert!(
+        err.contains("parameter PaymentWindowSeconds: the value 901 is outside"),
+        "{err}"
+    );
+    let err = format!(
+        "{:#}",
+        project(&[("PaymentWindowSeconds", "soon")]).unwrap_err()
+    );
+    assert!(err.contains("\"soon\" is not a number"), "{err}");
+
+    let err = format!("{:#}", project(&[("Nope", "1")]).unwrap_err());
+    assert!(
+        err.ends_with("parameter override Nope: the template has no such parameter"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_admin_mfa_guard_is_the_pools_v2_trigger_unless_everyone_has_mfa() {
+    let guarded = project(&[]).unwrap();
+    assert_eq!(
+        function(&guarded, "AdminMfaGuardFunction").events,
+        [EventSpec::Cognito(CognitoTrigger {
+            user_pool: "UserPool".into(),
+            trigger: "PreTokenGeneration".into(),
+            version: "V2_0".into(),
+        })]
+    );
+    let everyone = project(&[("MfaScope", "everyone")]).unwrap();
+    assert!(
+        everyone
+            .functions
+            .iter()
+            .all(|f| f.logical_id != "AdminMfaGuardFunction"),
+        "with MFA for everyone the pool has no trigger and the guard does not exist"
+    );
+}
+
+#[test]
+fn the_project_template_throttles_the_sale_routes_tightest() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
+    let model = load(&path, &BTreeMap::new(), &names()).unwrap();
+    let served = routes(&model);
+    let detail = served["GET /seckill/activities/{id}"].expect("the detail route's limit");
+    let orders = served["POST /seckill/activities/{id}/orders"].expect("place-order's limit");
+    assert_eq!(detail, limit(1_000.0, 500).unwrap());
+    assert_eq!(orders, limit(3_000.0, 1_500).unwrap());
+    for (key, throttle) in &served {
+        let throttle = throttle.unwrap_or_else(|| panic!("{key} has no limit"));
+        if !key.starts_with("GET /seckill/activities/{id}")
+            && !key.starts_with("POST /seckill/activities/{id}/orders")
+        {
+            assert_eq!(throttle, limit(4_000.0, 2_000).unwrap(), "{key}");
+            assert!(throttle.rate_per_second > orders.rate_per_second, "{key}");
+        }
+    }
+    assert!(detail.rate_per_second < orders.rate_per_second);
+
+    let overridden = load(
+        &path,
+        &BTreeMap::from([
+            ("SaleDetailThrottlingRateLimit".to_owned(), "2".to_owned()),
+            ("SaleDetailThrottlingBurstLimit".to_owned(), "4".to_owned()),
+        ]),
+        &names(),
+    )
+    .unwrap();
+    assert_eq!(
+        routes(&overridden)["GET /seckill/activities/{id}"],
+        limit(2.0, 4)
+    );
+}
+
+#[test]
+fn the_redis_routes_reserve_concurrency_unless_set_to_zero() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
+    let reserved = |overrides: &[(&str, &str)]| {
+        let overrides = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let model = load(&path, &overrides, &names()).unwrap();
+        ["GetSaleFunction", "PlaceOrderFunction"].map(|id| {
+            model
+                .functions
+                .iter()
+                .find(|f| f.logical_id == id)
+                .unwrap()
+                .reserved_concurrency
+        })
+    };
+    assert_eq!(reserved(&[]), [Some(50), Some(100)]);
+    assert_eq!(
+        reserved(&[
+            ("GetSaleReservedConcurrency", "0"),
+            ("PlaceOrderReservedConcurrency", "0")
+        ]),
+        [None, None]
+    );
+}
