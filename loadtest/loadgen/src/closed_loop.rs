@@ -146,6 +146,14 @@ mod tests {
         }
     }
 
+    fn bounds(concurrency: usize, requests: u64, duration: Duration) -> Bounds {
+        Bounds {
+            concurrency,
+            requests,
+            duration,
+        }
+    }
+
     async fn fakes(bounds: Bounds, pause: Duration, stop_at: Option<u64>) -> (Run<usize>, usize) {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let most_in_flight = Arc::new(AtomicUsize::new(0));
@@ -166,11 +174,7 @@ mod tests {
 
     #[tokio::test]
     async fn sends_each_index_once_up_to_the_count_with_as_many_in_flight_as_workers() {
-        let bounds = Bounds {
-            concurrency: 4,
-            requests: 40,
-            duration: Duration::from_secs(60),
-        };
+        let bounds = bounds(4, 40, Duration::from_secs(60));
         let (run, most_in_flight) = fakes(bounds, Duration::from_millis(5), None).await;
         let mut indexes: Vec<u64> = run.samples.iter().map(|s| s.index).collect();
         indexes.sort_unstable();
@@ -191,11 +195,7 @@ mod tests {
 
     #[tokio::test]
     async fn stops_at_the_deadline_before_the_count() {
-        let bounds = Bounds {
-            concurrency: 2,
-            requests: 1_000_000,
-            duration: Duration::from_millis(200),
-        };
+        let bounds = bounds(2, 1_000_000, Duration::from_millis(200));
         let (run, _) = fakes(bounds, Duration::from_millis(10), None).await;
         // About 2 x 200 / 10 requests: bounded by time, far from the count.
         assert!(
@@ -208,22 +208,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_worker_that_prepares_nothing_ends() {
-        let bounds = Bounds {
-            concurrency: 1,
-            requests: 100,
-            duration: Duration::from_secs(60),
-        };
+        let bounds = bounds(1, 100, Duration::from_secs(60));
         let (run, _) = fakes(bounds, Duration::ZERO, Some(7)).await;
         assert_eq!(run.samples.len(), 7);
     }
 
     #[tokio::test]
     async fn a_worker_that_cannot_start_takes_no_index() {
-        let bounds = Bounds {
-            concurrency: 3,
-            requests: 10,
-            duration: Duration::from_secs(60),
-        };
+        let bounds = bounds(3, 10, Duration::from_secs(60));
         let run = closed_loop(bounds, |number| async move {
             anyhow::ensure!(number != 1, "worker {number} has no connection");
             Ok(Fake {

@@ -4,14 +4,14 @@
 
 use crate::cli::Args;
 use crate::report::{Phase, Raw, mark};
-use crate::scenario::{PHASE_LIMIT, rfc3339};
+use crate::scenario::{bounds, rfc3339};
 use crate::user_name;
 use anyhow::Context;
 use app::ids::UserId;
 use app::seckill::admission::{Admission, Reservation, Verdict};
 use app::seckill::redis_store::RedisSales;
 use app::seckill::sale::{Lifecycle, Sale, SaleCache, SaleId, epoch_ms};
-use loadgen::{Bounds, Worker};
+use loadgen::Worker;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -90,12 +90,7 @@ pub(crate) async fn raw_phase(args: &Args, redis_url: &str, run: &str) -> anyhow
             .map(|u| UserId::parse(&user_name(run, u)))
             .collect::<Result<_, _>>()?,
     );
-    let bounds = Bounds {
-        concurrency: args.concurrency,
-        requests: args.attempts,
-        duration: PHASE_LIMIT,
-    };
-    let loop_run = loadgen::closed_loop(bounds, |w| {
+    let loop_run = loadgen::closed_loop(bounds(args.concurrency, args.attempts), |w| {
         let worker = Reserver {
             store: stores[w % stores.len()].clone(),
             users: users.clone(),

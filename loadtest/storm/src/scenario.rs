@@ -33,23 +33,13 @@ async fn call(target: &Target, request: Request) -> anyhow::Result<(u16, Value)>
     Ok((answer.status, value))
 }
 
-/// Sends `total` requests, `build(i)` for i in 0..total, over `concurrency` keep-alive
-/// connections, each sending its next as soon as the last is answered.
-async fn closed_loop<F>(
-    target: &Target,
-    concurrency: usize,
-    total: u64,
-    build: F,
-) -> anyhow::Result<Run<Outcome>>
-where
-    F: Fn(u64) -> Request + Send + Sync + 'static,
-{
-    let bounds = Bounds {
+/// A loop of the storm: `requests` in `concurrency` workers.
+pub(crate) fn bounds(concurrency: usize, requests: u64) -> Bounds {
+    Bounds {
         concurrency,
-        requests: total,
+        requests,
         duration: PHASE_LIMIT,
-    };
-    loadgen::http_loop(target.address, bounds, Bodies::Keep, build).await
+    }
 }
 
 /// The latencies and the outcomes of a run; a connection that could not be opened counts as
@@ -122,9 +112,21 @@ pub(crate) async fn detail_phase(
         let (target, path) = (target.clone(), path.clone());
         move |_| target.request("GET", &path, None, None)
     };
-    closed_loop(target, args.concurrency, args.warmup, build.clone()).await?;
+    loadgen::http_loop(
+        target.address,
+        bounds(args.concurrency, args.warmup),
+        Bodies::Keep,
+        build.clone(),
+    )
+    .await?;
     mark("detail-start");
-    let run = closed_loop(target, args.concurrency, args.detail_requests, build).await?;
+    let run = loadgen::http_loop(
+        target.address,
+        bounds(args.concurrency, args.detail_requests),
+        Bodies::Keep,
+        build,
+    )
+    .await?;
     let (micros, outcomes) = tally(&run);
     Ok(Phase::new(micros, run.seconds, outcomes))
 }
@@ -143,7 +145,13 @@ pub(crate) async fn order_phase(
         let (target, tokens) = (target.clone(), tokens.clone());
         move |i: u64| target.request("POST", &unknown, Some(&tokens[(i % users) as usize]), None)
     };
-    closed_loop(target, args.concurrency, args.warmup, warm).await?;
+    loadgen::http_loop(
+        target.address,
+        bounds(args.concurrency, args.warmup),
+        Bodies::Keep,
+        warm,
+    )
+    .await?;
     mark("orders-start");
 
     let path = format!("/seckill/activities/{sale_id}/orders");
@@ -151,7 +159,13 @@ pub(crate) async fn order_phase(
         let (target, tokens) = (target.clone(), tokens.clone());
         move |i: u64| target.request("POST", &path, Some(&tokens[(i % users) as usize]), None)
     };
-    let run = closed_loop(target, args.concurrency, args.attempts, build).await?;
+    let run = loadgen::http_loop(
+        target.address,
+        bounds(args.concurrency, args.attempts),
+        Bodies::Keep,
+        build,
+    )
+    .await?;
     let seconds = run.seconds;
     let samples = &run.samples;
     let accepted_answer = |answer: &Outcome| matches!(answer, Ok(Answer { status: 202, .. }));
@@ -247,12 +261,8 @@ pub(crate) async fn settle(
     while !open.is_empty() {
         let round = Arc::new(open.clone());
         let pending = Arc::new(AtomicUsize::new(0));
-        let bounds = Bounds {
-            concurrency: args.settle_concurrency.max(1),
-            requests: round.len() as u64,
-            duration: PHASE_LIMIT,
-        };
-        let run = loadgen::closed_loop(bounds, |_| {
+        let polls = bounds(args.settle_concurrency.max(1), round.len() as u64);
+        let run = loadgen::closed_loop(polls, |_| {
             let (target, tokens, round, pending) = (
                 target.clone(),
                 tokens.clone(),
