@@ -23,7 +23,7 @@ pub mod cloud;
 pub mod faults;
 pub mod gateway;
 pub mod jwt;
-mod loopback;
+pub mod loopback;
 pub mod model;
 pub mod provision;
 pub mod replay;

@@ -180,6 +180,7 @@ mod bench {
     use loadgen::{Bodies, Bounds, LoadReport, LoadShape};
     use std::fmt;
     use std::net::SocketAddr;
+    use std::sync::Arc;
     use std::time::Duration;
 
     pub(super) struct Measured {
@@ -261,26 +262,15 @@ mod bench {
         }
     }
 
-    /// A hyper server answering `hello` itself: the floor of an HTTP round trip here.
+    /// A server answering `hello` itself: the floor of an HTTP round trip here.
     pub(super) async fn bare_server() -> SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                stream.set_nodelay(true).unwrap();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_request| async {
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                            Bytes::from_static(b"hello"),
-                        )))
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        tokio::spawn(local_cloud::loopback::serve(
+            listener,
+            Arc::new(()),
+            |_, _request| async { hyper::Response::new(Full::new(Bytes::from_static(b"hello"))) },
+        ));
         address
     }
 }
