@@ -13,7 +13,7 @@
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
-//! - `loopback`: the plain HTTP server of the runner's own endpoints (Runtime API, proxies).
+//! - `loopback`: the plain HTTP server of every local endpoint (Runtime APIs, proxies, stubs).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 //! - [`check`]: `local-cloud check`, every function answering one invocation (`make sam-check`).
@@ -23,7 +23,7 @@ pub mod cloud;
 pub mod faults;
 pub mod gateway;
 pub mod jwt;
-mod loopback;
+pub mod loopback;
 pub mod model;
 pub mod provision;
 pub mod replay;

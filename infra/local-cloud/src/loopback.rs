@@ -1,6 +1,7 @@
-//! A plain HTTP/1.1 server for the runner's own endpoints on 127.0.0.1 (each process's
-//! Runtime API, the fault proxies): every connection served on its own task, until the task
-//! running this is dropped, which drops every connection with it.
+//! A plain HTTP/1.1 server for the local endpoints on 127.0.0.1 (each process's Runtime API,
+//! the fault proxies, the benchmark's Runtime API and the runner tests' bare server): every
+//! connection served on its own task, until the task running this is dropped, which drops
+//! every connection with it.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -17,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 /// Serves `handle(state, request)` on `listener`.
-pub(crate) async fn serve<S, F, Fut>(listener: TcpListener, state: Arc<S>, handle: F)
+pub async fn serve<S, F, Fut>(listener: TcpListener, state: Arc<S>, handle: F)
 where
     S: Send + Sync + 'static,
     F: Fn(Arc<S>, Request<Incoming>) -> Fut + Copy + Send + Sync + 'static,

@@ -10,8 +10,6 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -86,22 +84,11 @@ impl RuntimeApi {
             .with_context(|| format!("failed to listen on {address}"))?;
         let address = listener.local_addr()?;
         let state = State::default();
-        let serving = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let state = serving.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let state = state.clone();
-                        async move { Ok::<_, std::convert::Infallible>(handle(state, request).await) }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        tokio::spawn(local_cloud::loopback::serve(
+            listener,
+            Arc::new(state.clone()),
+            |state, request| handle((*state).clone(), request),
+        ));
         Ok(Self { address, state })
     }
 

@@ -7,7 +7,7 @@ use crate::scenarios::{self, ADMIN, Call, Fixture, ORDER_OWNER, USERS};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use http_body_util::Full;
-use loadgen::{LoadReport, LoadShape};
+use loadgen::{Bodies, Connection, LoadReport, LoadShape};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -301,28 +301,13 @@ pub async fn call_once(
     tokens: &Tokens,
 ) -> anyhow::Result<u16> {
     let call = scenarios::http_call(binary, fixture, 0).context("no scenario")?;
-    let shape = LoadShape {
-        concurrency: 1,
-        requests: 1,
-        duration: Duration::from_secs(10),
-        warmup: 0,
-    };
     let request = http_request(&call, runner.address, tokens);
-    let request = std::sync::Mutex::new(Some(request));
-    let report = loadgen::run(runner.address, shape, call.expected, move |_| {
-        request
-            .lock()
-            .expect("no panic under the lock")
-            .take()
-            .expect("one request")
-    })
-    .await?;
-    report
-        .statuses
-        .keys()
-        .next()
-        .and_then(|status| status.parse().ok())
-        .with_context(|| format!("no answer: {:?}", report.statuses))
+    let mut connection = Connection::open(runner.address).await?;
+    let answer = connection
+        .send(request, Bodies::Drop)
+        .await
+        .map_err(|err| anyhow::anyhow!("no answer: {err}"))?;
+    Ok(answer.status)
 }
 
 /// Where the runner's binaries are, for the report.

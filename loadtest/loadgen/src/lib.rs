@@ -1,18 +1,25 @@
-//! Closed-loop HTTP load: `concurrency` keep-alive connections, each sending its next request
-//! as soon as the previous one is answered, until `requests` have been sent or `duration` has
-//! passed. Request `i` is built by the caller, so that each one may come from another user.
-//! The `loadgen` binary sends one request over and over with it; `bench` varies them.
+//! The project's one closed load loop, and the HTTP load built on it.
+//!
+//! Layout:
+//! - [`closed_loop`](mod@closed_loop): the loop itself, bounded in count and time, over any
+//!   [`Worker`], with every request's latency and answer kept as a [`Sample`].
+//! - [`http_load`]: a keep-alive [`Connection`] and [`http_loop`], the loop over HTTP/1.1.
+//! - here: [`run`], a warmed-up HTTP load summed up as a [`LoadReport`] (requests/s,
+//!   latency percentiles, statuses).
+//!
+//! Users: the `loadgen` binary (one request over and over), `bench` (each function's route,
+//! request `i` from another user), `storm` (the sale's detail and order phases, the settle
+//! polls and the raw `EVALSHA` phase) and the runner's hello-world benchmark test.
 
-use anyhow::Context;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+pub mod closed_loop;
+pub mod http_load;
+
+pub use closed_loop::{Bounds, Run, Sample, Worker, closed_loop, percentile_ms};
+pub use http_load::{Answer, Bodies, Connection, Outcome, Request, http_loop};
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a load ran.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -37,47 +44,28 @@ pub struct LoadShape {
     pub warmup: u64,
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
-
-async fn connect(address: SocketAddr) -> anyhow::Result<Sender> {
-    let stream = tokio::net::TcpStream::connect(address)
-        .await
-        .with_context(|| format!("failed to connect to {address}"))?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
-}
-
-async fn send(
-    sender: &mut Sender,
-    address: SocketAddr,
-    request: http::Request<Full<Bytes>>,
-) -> Result<u16, String> {
-    if sender.ready().await.is_err() {
-        *sender = connect(address).await.map_err(|e| e.to_string())?;
+impl LoadShape {
+    /// The measured part's bounds (the warm-up comes before it).
+    pub fn bounds(&self) -> Bounds {
+        Bounds {
+            concurrency: self.concurrency as usize,
+            requests: self.requests,
+            duration: self.duration,
+        }
     }
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status().as_u16();
-    response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(status)
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
+/// `200`, or `error: ...` for a transport failure.
+pub fn status_key(outcome: &Outcome) -> String {
+    match outcome {
+        Ok(answer) => answer.status.to_string(),
+        Err(err) => format!("error: {err}"),
     }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize] as f64 / 1000.0
 }
 
-/// Runs the load; `request(i)` builds request `i` (warm-up requests come first, not measured).
+/// Runs the load; `request(i)` builds request `i`. The `warmup` requests come first, one at a
+/// time on a connection of their own, and are not measured; the measured ones are
+/// `request(warmup + i)`.
 pub async fn run<F>(
     address: SocketAddr,
     shape: LoadShape,
@@ -85,60 +73,33 @@ pub async fn run<F>(
     request: F,
 ) -> anyhow::Result<LoadReport>
 where
-    F: Fn(u64) -> http::Request<Full<Bytes>> + Send + Sync + 'static,
+    F: Fn(u64) -> Request + Send + Sync + 'static,
 {
-    let request = Arc::new(request);
-    let mut warm = connect(address).await?;
+    let mut warm = Connection::open(address).await?;
     for i in 0..shape.warmup {
-        let _ = send(&mut warm, address, request(i)).await;
+        let _ = warm.send(request(i), Bodies::Drop).await;
     }
     drop(warm);
 
-    let issued = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let deadline = started + shape.duration;
-    let mut workers = Vec::new();
-    for _ in 0..shape.concurrency {
-        let issued = issued.clone();
-        let request = request.clone();
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-            let mut sender = match connect(address).await {
-                Ok(sender) => sender,
-                Err(err) => {
-                    *statuses.entry(format!("error: {err}")).or_default() += 1;
-                    return (latencies, statuses);
-                }
-            };
-            loop {
-                let i = issued.fetch_add(1, Ordering::Relaxed);
-                if i >= shape.requests || Instant::now() >= deadline {
-                    break;
-                }
-                let one = request(shape.warmup + i);
-                let sent = Instant::now();
-                let outcome = send(&mut sender, address, one).await;
-                latencies.push(sent.elapsed().as_micros() as u64);
-                let key = match outcome {
-                    Ok(status) => status.to_string(),
-                    Err(err) => format!("error: {err}"),
-                };
-                *statuses.entry(key).or_default() += 1;
-            }
-            (latencies, statuses)
-        }));
-    }
-    let mut latencies = Vec::new();
+    let warmup = shape.warmup;
+    let run = http_loop(address, shape.bounds(), Bodies::Drop, move |i| {
+        request(warmup + i)
+    })
+    .await?;
+    Ok(report(&run, expected))
+}
+
+/// Sums a run up; a worker that could not connect counts as an `error: ...` status.
+pub fn report(run: &Run<Outcome>, expected: u16) -> LoadReport {
     let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    for worker in workers {
-        let (l, s) = worker.await?;
-        latencies.extend(l);
-        for (key, count) in s {
-            *statuses.entry(key).or_default() += count;
-        }
+    for failed in &run.failed_workers {
+        *statuses.entry(format!("error: {failed}")).or_default() += 1;
     }
-    let seconds = started.elapsed().as_secs_f64();
+    let mut latencies = Vec::with_capacity(run.samples.len());
+    for sample in &run.samples {
+        latencies.push(sample.micros);
+        *statuses.entry(status_key(&sample.answer)).or_default() += 1;
+    }
     latencies.sort_unstable();
     let expected_key = expected.to_string();
     let unexpected = statuses
@@ -146,15 +107,15 @@ where
         .filter(|(status, _)| **status != expected_key)
         .map(|(_, count)| count)
         .sum();
-    Ok(LoadReport {
+    LoadReport {
         requests: latencies.len() as u64,
-        seconds,
-        requests_per_second: latencies.len() as f64 / seconds,
-        p50_ms: percentile(&latencies, 0.50),
-        p90_ms: percentile(&latencies, 0.90),
-        p99_ms: percentile(&latencies, 0.99),
-        max_ms: percentile(&latencies, 1.0),
+        seconds: run.seconds,
+        requests_per_second: latencies.len() as f64 / run.seconds,
+        p50_ms: percentile_ms(&latencies, 0.50),
+        p90_ms: percentile_ms(&latencies, 0.90),
+        p99_ms: percentile_ms(&latencies, 0.99),
+        max_ms: percentile_ms(&latencies, 1.0),
         statuses,
         unexpected,
-    })
+    }
 }

@@ -1,6 +1,7 @@
 //! The HTTP API end to end: the gateway and the runtime in front of the real fixture
 //! functions (`fixture-http`, `hello-http`), with the fixture template's EchoFunction and
-//! HelloFunction written out by hand. No emulator needed.
+//! HelloFunction written out by hand. No emulator needed. The harness here ([`spawn_api`])
+//! serves `gateway_load` too.
 
 use crate::support::{binaries_dir, unique};
 use bytes::Bytes;
@@ -11,10 +12,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use local_cloud::gateway::{self, Route};
 use local_cloud::jwt;
-use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer, RouteThrottle};
+use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer};
 use local_cloud::runtime::{FunctionHandle, Runtime, RuntimeOptions};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -37,7 +38,7 @@ fn route(event_name: &str, method: &str, path: &str, authorizer: bool) -> EventS
 }
 
 /// The fixture template's EchoFunction, resolved for a stack named `stack`.
-fn echo_function(stack: &str) -> FunctionSpec {
+pub(crate) fn echo_function(stack: &str) -> FunctionSpec {
     let environment = BTreeMap::from(
         [
             ("GREETING", "hello".to_owned()),
@@ -76,7 +77,7 @@ fn echo_function(stack: &str) -> FunctionSpec {
 }
 
 /// The fixture template's HelloFunction.
-fn hello_function() -> FunctionSpec {
+pub(crate) fn hello_function() -> FunctionSpec {
     FunctionSpec {
         logical_id: "HelloFunction".into(),
         name: "HelloFunction".into(),
@@ -90,28 +91,32 @@ fn hello_function() -> FunctionSpec {
 }
 
 /// A runtime and a gateway in front of it, on a port of their own.
-struct Api {
-    address: SocketAddr,
+pub(crate) struct Api {
+    pub(crate) address: SocketAddr,
     runtime: Runtime,
     stop: oneshot::Sender<()>,
     server: JoinHandle<anyhow::Result<()>>,
-    client: Client<HttpConnector, Full<Bytes>>,
+    pub(crate) client: Client<HttpConnector, Full<Bytes>>,
 }
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 }
 
-async fn spawn_api(functions: Vec<FunctionSpec>, instances: u32, log_invocations: bool) -> Api {
+pub(crate) async fn spawn_api(
+    functions: Vec<FunctionSpec>,
+    instances: u32,
+    log_invocations: bool,
+) -> Api {
     spawn_api_in(binaries_dir(), functions, instances, log_invocations).await
 }
 
@@ -192,30 +197,30 @@ impl Api {
         }
     }
 
-    async fn get(&self, path: &str) -> Reply {
+    pub(crate) async fn get(&self, path: &str) -> Reply {
         self.send(self.request(Method::GET, path), Bytes::new())
             .await
     }
 
-    async fn get_with_token(&self, path: &str, token: &str) -> Reply {
+    pub(crate) async fn get_with_token(&self, path: &str, token: &str) -> Reply {
         let request = self
             .request(Method::GET, path)
             .header("authorization", format!("Bearer {token}"));
         self.send(request, Bytes::new()).await
     }
 
-    fn function(&self, name: &str) -> FunctionHandle {
+    pub(crate) fn function(&self, name: &str) -> FunctionHandle {
         self.runtime.function(name).unwrap()
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         self.server.await.unwrap().unwrap();
         self.runtime.shutdown().await;
     }
 }
 
-fn token(sub: &str, groups: &[&str]) -> String {
+pub(crate) fn token(sub: &str, groups: &[&str]) -> String {
     let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
     jwt::local_token(SECRET, sub, &groups, Duration::from_secs(300))
 }
@@ -513,294 +518,4 @@ async fn a_function_that_cannot_start_answers_502_without_hanging() {
     );
     api.stop().await;
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// The distinct processes (log streams) that answered `count` concurrent slow requests.
-async fn concurrent_streams(api: &Api, count: usize) -> HashSet<String> {
-    let mut requests = tokio::task::JoinSet::new();
-    for i in 0..count {
-        let client = api.client.clone();
-        let uri = format!("http://{}/public/c{i}?delay_ms=100", api.address);
-        requests.spawn(async move {
-            let request = Request::get(uri).body(Full::new(Bytes::new())).unwrap();
-            let response = client.request(request).await.unwrap();
-            assert_eq!(response.status(), 200);
-            let body = response.into_body().collect().await.unwrap().to_bytes();
-            let echo: Value = serde_json::from_slice(&body).unwrap();
-            echo["env"]["AWS_LAMBDA_LOG_STREAM_NAME"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        });
-    }
-    requests.join_all().await.into_iter().collect()
-}
-
-#[tokio::test]
-async fn twenty_concurrent_requests_on_two_instances_all_answer() {
-    let api = spawn_api(vec![echo_function(&unique("gw"))], 2, false).await;
-    assert_eq!(api.function("EchoFunction").instances(), 2);
-    let started = Instant::now();
-    let streams = concurrent_streams(&api, 20).await;
-    assert_eq!(streams.len(), 2, "both instances served: {streams:?}");
-    // 20 requests of 100 ms on 2 instances: about 1 s, not 2 s (one instance) nor 0.1 s.
-    assert!(
-        started.elapsed() >= Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(api.function("EchoFunction").invocations(), 20);
-    api.stop().await;
-}
-
-#[tokio::test]
-async fn reserved_concurrency_caps_instances() {
-    let mut echo = echo_function(&unique("gw"));
-    echo.reserved_concurrency = Some(2);
-    let api = spawn_api(vec![echo, hello_function()], 4, false).await;
-    assert_eq!(api.function("EchoFunction").instances(), 2);
-    assert_eq!(api.function("HelloFunction").instances(), 2);
-    let streams = concurrent_streams(&api, 8).await;
-    assert_eq!(streams.len(), 2, "{streams:?}");
-
-    let reply = api.get("/hello").await;
-    assert_eq!(reply.status, 200);
-    assert_eq!(reply.body, "hello");
-    api.stop().await;
-}
-
-/// A throttled route turns requests away with API Gateway's 429 once its burst is spent,
-/// before the authorizer and without invoking the function; other routes keep their own
-/// buckets; tokens come back at the rate.
-#[tokio::test]
-async fn a_throttled_route_answers_429_without_invoking_once_its_burst_is_spent() {
-    let mut echo = echo_function(&unique("gw"));
-    for event in &mut echo.events {
-        if let EventSpec::Http(route) = event
-            && route.path == "/items/{itemId}"
-        {
-            route.throttle = Some(RouteThrottle {
-                rate_per_second: 5.0,
-                burst: 3,
-            });
-        }
-    }
-    let api = spawn_api(vec![echo], 1, false).await;
-    let token = token("alice", &[]);
-
-    let mut statuses = Vec::new();
-    for _ in 0..6 {
-        statuses.push(api.get_with_token("/items/1", &token).await.status);
-    }
-    assert_eq!(
-        &statuses[..3],
-        [StatusCode::OK; 3],
-        "the burst: {statuses:?}"
-    );
-    assert!(
-        statuses[3..].contains(&StatusCode::TOO_MANY_REQUESTS),
-        "beyond the burst: {statuses:?}"
-    );
-    let refused = statuses
-        .iter()
-        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
-        .count() as u64;
-    assert_eq!(
-        api.function("EchoFunction").invocations(),
-        6 - refused,
-        "a throttled request never reaches the function"
-    );
-
-    // Throttled before the authorizer: no token at all is a 429 too, not a 401.
-    let mut without_token = api.get("/items/1").await;
-    while without_token.status == StatusCode::UNAUTHORIZED {
-        without_token = api.get("/items/1").await;
-    }
-    assert_eq!(without_token.status, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(
-        without_token.json(),
-        json!({"message": "Too Many Requests"})
-    );
-    assert_eq!(without_token.headers["content-type"], "application/json");
-    assert!(without_token.headers.contains_key("apigw-requestid"));
-
-    // Another route of the same function has no limit of its own.
-    for _ in 0..10 {
-        assert_eq!(api.get("/public/x").await.status, StatusCode::OK);
-    }
-
-    // Five tokens a second: after 400 ms there is one again.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(api.get_with_token("/items/1", &token).await.status, 200);
-    api.stop().await;
-}
-
-/// Throughput and latency of the `lambda_http` hello world through the whole runner (gateway,
-/// runtime, 4 instances), and of a bare hyper server measured the same way, for comparison.
-/// A benchmark, run by hand in release:
-///
-/// ```text
-/// cargo build --release -p local-cloud-fixtures
-/// cargo test --release -p local-cloud --test runner -- --ignored --nocapture bench_hello_http
-/// ```
-///
-/// `BENCH_CONNECTIONS` (default 16) and `BENCH_SECONDS` (default 5) tune the throughput run;
-/// `BENCH_LOG=true` keeps the per-invocation lines on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a benchmark: run it by hand, in release"]
-async fn bench_hello_http() {
-    let connections: usize = env_or("BENCH_CONNECTIONS", 16);
-    let seconds: u64 = env_or("BENCH_SECONDS", 5);
-    let log_invocations: bool = env_or("BENCH_LOG", false);
-    let mut hello = hello_function();
-    hello.reserved_concurrency = None;
-    let api = spawn_api(vec![hello], 4, log_invocations).await;
-    let runner = bench::measure(api.address, "/hello", connections, seconds).await;
-    api.stop().await;
-
-    let bare = bench::bare_server().await;
-    let baseline = bench::measure(bare, "/hello", connections, seconds).await;
-    println!("hello-http through the runner: {runner}");
-    println!("bare hyper server, same client: {baseline}");
-    println!(
-        "added p50 latency: {:.3} ms",
-        (runner.p50 - baseline.p50).as_secs_f64() * 1000.0
-    );
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
-
-/// A small keep-alive load generator: hyper http1 connections, no pool.
-mod bench {
-    use bytes::Bytes;
-    use http::Request;
-    use http_body_util::{BodyExt as _, Empty, Full};
-    use hyper::client::conn::http1::{SendRequest, handshake};
-    use hyper_util::rt::TokioIo;
-    use std::fmt;
-    use std::net::SocketAddr;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::time::{Duration, Instant};
-
-    pub(super) struct Measured {
-        pub(super) p50: Duration,
-        p90: Duration,
-        p99: Duration,
-        requests_per_second: f64,
-        connections: usize,
-    }
-
-    impl fmt::Display for Measured {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-            write!(
-                f,
-                "sequential latency p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms; \
-                 {:.0} requests/s over {} connections",
-                ms(self.p50),
-                ms(self.p90),
-                ms(self.p99),
-                self.requests_per_second,
-                self.connections
-            )
-        }
-    }
-
-    async fn connect(address: SocketAddr) -> SendRequest<Empty<Bytes>> {
-        let stream = tokio::net::TcpStream::connect(address).await.unwrap();
-        stream.set_nodelay(true).unwrap();
-        let (sender, connection) = handshake(TokioIo::new(stream)).await.unwrap();
-        tokio::spawn(connection);
-        sender
-    }
-
-    async fn once(sender: &mut SendRequest<Empty<Bytes>>, path: &str) {
-        sender.ready().await.unwrap();
-        let request = Request::get(path)
-            .header("host", "127.0.0.1")
-            .body(Empty::new())
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
-        assert_eq!(response.status(), 200);
-        response.into_body().collect().await.unwrap();
-    }
-
-    pub(super) async fn measure(
-        address: SocketAddr,
-        path: &'static str,
-        connections: usize,
-        seconds: u64,
-    ) -> Measured {
-        // Latency: one request at a time on one connection.
-        let mut sender = connect(address).await;
-        for _ in 0..1000 {
-            once(&mut sender, path).await;
-        }
-        let mut samples = Vec::with_capacity(5000);
-        for _ in 0..5000 {
-            let started = Instant::now();
-            once(&mut sender, path).await;
-            samples.push(started.elapsed());
-        }
-        samples.sort();
-        let at = |q: f64| samples[((samples.len() as f64) * q) as usize];
-
-        // Throughput: `connections` clients as fast as they can.
-        let done = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let mut clients = tokio::task::JoinSet::new();
-        for _ in 0..connections {
-            let (done, count) = (done.clone(), count.clone());
-            let mut sender = connect(address).await;
-            clients.spawn(async move {
-                while !done.load(Ordering::Relaxed) {
-                    once(&mut sender, path).await;
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await; // warm-up
-        let (before, started) = (count.load(Ordering::Relaxed), Instant::now());
-        tokio::time::sleep(Duration::from_secs(seconds)).await;
-        let served = count.load(Ordering::Relaxed) - before;
-        let elapsed = started.elapsed();
-        done.store(true, Ordering::Relaxed);
-        clients.join_all().await;
-        Measured {
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            requests_per_second: served as f64 / elapsed.as_secs_f64(),
-            connections,
-        }
-    }
-
-    /// A hyper server answering `hello` itself: the floor of an HTTP round trip here.
-    pub(super) async fn bare_server() -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                stream.set_nodelay(true).unwrap();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_request| async {
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                            Bytes::from_static(b"hello"),
-                        )))
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        address
-    }
 }

@@ -1,6 +1,7 @@
 //! The runner's own tests: the fixture template and the small fixture functions, run for real.
 
 mod gateway;
+mod gateway_load;
 mod provision;
 mod sources;
 mod support;
