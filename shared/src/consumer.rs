@@ -90,35 +90,10 @@ where
 /// batch's independent groups (one per recipient, per followee) wait on DynamoDB side by side
 /// instead of one after the other, so a slow store costs one round trip per batch, not one
 /// per group.
-pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut pending: Vec<Option<std::pin::Pin<Box<F>>>> =
-        futures.into_iter().map(|f| Some(Box::pin(f))).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (slot, output) in pending.iter_mut().zip(outputs.iter_mut()) {
-            if let Some(future) = slot {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(value) => {
-                        *output = Some(value);
-                        *slot = None;
-                    }
-                    std::task::Poll::Pending => done = false,
-                }
-            }
-        }
-        if done {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|output| output.expect("every future finished"))
-        .collect()
-}
+///
+/// `futures-util`'s: it polls every future from the one task, so no future needs to be
+/// `Send + 'static` and nothing is spawned.
+pub use futures_util::future::join_all;
 
 #[cfg(test)]
 mod tests {

@@ -2,9 +2,12 @@
 //! the opaque cursor.
 //!
 //! A cursor is the base64url (no padding) of the page's `LastEvaluatedKey` as a JSON object of
-//! string attributes. Clients must treat it as opaque; the store checks that a cursor fits the
-//! list it is used on, so a forged or garbled one is a 400, never a 500 or another user's page.
+//! string attributes. Clients must treat it as opaque; every store checks that a cursor fits
+//! the list it is used on with [`Cursor::check`], so a forged, garbled or foreign one is the
+//! same 400 ([`InvalidCursor`]), never a 500 or another user's page.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use std::collections::BTreeMap;
 
 /// How many items a page holds: 1 to 100, 20 when not asked.
@@ -64,7 +67,8 @@ impl Cursor {
         if raw.is_empty() || raw.len() > MAX_CURSOR_CHARS {
             return Err(InvalidCursor);
         }
-        let bytes = base64url::decode(raw).ok_or(InvalidCursor)?;
+        // Canonical only: no padding, no stray trailing bits, so one cursor has one text.
+        let bytes = URL_SAFE_NO_PAD.decode(raw).map_err(|_| InvalidCursor)?;
         let attributes: BTreeMap<String, String> =
             serde_json::from_slice(&bytes).map_err(|_| InvalidCursor)?;
         if attributes.is_empty() {
@@ -77,7 +81,25 @@ impl Cursor {
     pub fn encode(&self) -> String {
         // A map of strings always serializes.
         let json = serde_json::to_vec(&self.0).expect("a string map serializes");
-        base64url::encode(&json)
+        URL_SAFE_NO_PAD.encode(json)
+    }
+
+    /// This cursor, if it was made for the list it came back to: exactly the attributes
+    /// `names` (the table's and the index's keys of the page's last item) and `fits` holds
+    /// of them (the list's partition, the shape of its sort key). Anything else was not made
+    /// by us for this list: the one check of every store, so every refusal is the same error.
+    pub fn check(
+        &self,
+        names: &[&str],
+        fits: impl FnOnce(&Self) -> bool,
+    ) -> Result<&Self, InvalidCursor> {
+        let exact =
+            self.0.len() == names.len() && names.iter().all(|name| self.0.contains_key(*name));
+        if exact && fits(self) {
+            Ok(self)
+        } else {
+            Err(InvalidCursor)
+        }
     }
 
     pub fn attributes(&self) -> &BTreeMap<String, String> {
@@ -86,82 +108,6 @@ impl Cursor {
 
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
-    }
-}
-
-/// Base64url without padding (RFC 4648 §5), the alphabet that is safe in a query string.
-mod base64url {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-    pub(super) fn encode(bytes: &[u8]) -> String {
-        let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-        for chunk in bytes.chunks(3) {
-            let b = [
-                chunk[0],
-                chunk.get(1).copied().unwrap_or(0),
-                chunk.get(2).copied().unwrap_or(0),
-            ];
-            let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-            for i in 0..=chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            }
-        }
-        out
-    }
-
-    pub(super) fn decode(text: &str) -> Option<Vec<u8>> {
-        let sextet =
-            |c: u8| -> Option<u32> { ALPHABET.iter().position(|&a| a == c).map(|i| i as u32) };
-        let text = text.as_bytes();
-        if text.len() % 4 == 1 {
-            return None;
-        }
-        let mut out = Vec::with_capacity(text.len() * 3 / 4);
-        for chunk in text.chunks(4) {
-            let mut n = 0u32;
-            for (i, &c) in chunk.iter().enumerate() {
-                n |= sextet(c)? << (18 - 6 * i);
-            }
-            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-            let len = chunk.len() - 1;
-            // Non-canonical trailing bits would let two texts mean one cursor: refuse them.
-            if len < 3 && n & ((1 << (8 * (3 - len))) - 1) != 0 {
-                return None;
-            }
-            out.extend_from_slice(&bytes[..len]);
-        }
-        Some(out)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn round_trips_every_length() {
-            let data: Vec<u8> = (0..=255).collect();
-            for len in 0..40 {
-                let text = encode(&data[..len]);
-                assert!(!text.contains('='), "{text}");
-                assert_eq!(decode(&text).unwrap(), &data[..len], "{len}");
-            }
-            assert_eq!(encode(b"\xfb\xff"), "-_8");
-        }
-
-        #[test]
-        fn known_vectors() {
-            assert_eq!(encode(b"foobar"), "Zm9vYmFy");
-            assert_eq!(encode(b"fooba"), "Zm9vYmE");
-            assert_eq!(encode(b"f"), "Zg");
-            assert_eq!(decode("Zm9vYg").unwrap(), b"foob");
-        }
-
-        #[test]
-        fn garbage_is_refused() {
-            for text in ["Z", "Zm9vY", "Zm+v", "Zm/v", "Zm9=", "Zh"] {
-                assert!(decode(text).is_none(), "{text}");
-            }
-        }
     }
 }
 
@@ -201,7 +147,7 @@ mod tests {
 
     #[test]
     fn garbage_and_non_string_cursors_are_refused() {
-        let encode = |json: &str| base64url::encode(json.as_bytes());
+        let encode = |json: &str| URL_SAFE_NO_PAD.encode(json);
         for raw in [
             String::new(),
             "not base64!".to_owned(),
@@ -214,5 +160,88 @@ mod tests {
         ] {
             assert_eq!(Cursor::parse(&raw), Err(InvalidCursor), "{raw:?}");
         }
+    }
+
+    /// Cursors handed out before the `base64` crate replaced a hand-written codec: the same
+    /// texts still decode, and the same pages still encode to them.
+    #[test]
+    fn cursors_of_the_hand_written_codec_still_decode_and_encode_alike() {
+        let pairs = |pairs: &[(&str, &str)]| {
+            Cursor::new(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        for (text, cursor) in [
+            (
+                "eyJnc2kxcGsiOiJGT0xMT1dFUlMjYm9iIiwiZ3NpMXNrIjoiMjAyNi0xMS0zMFQxODowMDowMC4wMDAwMDBaI2FkYSIsInBrIjoiVVNFUiNhZGEiLCJzayI6IkZPTExPV1MjYm9iIn0",
+                pairs(&[
+                    ("gsi1pk", "FOLLOWERS#bob"),
+                    ("gsi1sk", "2026-11-30T18:00:00.000000Z#ada"),
+                    ("pk", "USER#ada"),
+                    ("sk", "FOLLOWS#bob"),
+                ]),
+            ),
+            (
+                "eyJwayI6Ik5PVElGSUNBVElPTlMjYm9iIiwic2siOiIyMDI2LTExLTMwVDE4OjAwOjAwLjAwMDAwMFojbjEifQ",
+                pairs(&[
+                    ("pk", "NOTIFICATIONS#bob"),
+                    ("sk", "2026-11-30T18:00:00.000000Z#n1"),
+                ]),
+            ),
+            ("eyJwayI6ImFiYyJ9", pairs(&[("pk", "abc")])),
+        ] {
+            assert_eq!(Cursor::parse(text).unwrap(), cursor, "{text}");
+            assert_eq!(cursor.encode(), text);
+        }
+    }
+
+    #[test]
+    fn the_codec_is_unpadded_canonical_base64url() {
+        let data: Vec<u8> = (0..=255).collect();
+        for len in 0..40 {
+            let text = URL_SAFE_NO_PAD.encode(&data[..len]);
+            assert!(!text.contains('='), "{text}");
+            assert_eq!(
+                URL_SAFE_NO_PAD.decode(&text).unwrap(),
+                &data[..len],
+                "{len}"
+            );
+        }
+        assert_eq!(URL_SAFE_NO_PAD.encode(b"\xfb\xff"), "-_8");
+        assert_eq!(URL_SAFE_NO_PAD.encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(URL_SAFE_NO_PAD.encode(b"fooba"), "Zm9vYmE");
+        // Standard-alphabet characters, padding, a dangling character, non-zero trailing bits.
+        for text in ["Z", "Zm9vY", "Zm+v", "Zm/v", "Zm9=", "Zh"] {
+            assert!(URL_SAFE_NO_PAD.decode(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_fits_a_list_only_with_exactly_its_attributes_and_values() {
+        let cursor = Cursor::new(BTreeMap::from([
+            ("pk".to_owned(), "USER#a".to_owned()),
+            ("sk".to_owned(), "X".to_owned()),
+        ]));
+        assert!(
+            cursor
+                .check(&["pk", "sk"], |c| c.get("pk") == Some("USER#a"))
+                .is_ok()
+        );
+        assert_eq!(
+            cursor.check(&["pk", "sk"], |c| c.get("pk") == Some("USER#b")),
+            Err(InvalidCursor)
+        );
+        assert_eq!(cursor.check(&["pk"], |_| true), Err(InvalidCursor));
+        assert_eq!(
+            cursor.check(&["pk", "sk", "gsi1pk"], |_| true),
+            Err(InvalidCursor)
+        );
+        assert_eq!(
+            cursor.check(&["pk", "gsi1pk"], |_| true),
+            Err(InvalidCursor)
+        );
     }
 }

@@ -282,6 +282,16 @@ pub fn cursor_of(last: &HashMap<String, AttributeValue>) -> anyhow::Result<Curso
     Ok(Cursor::new(attributes))
 }
 
+/// The `ExclusiveStartKey` of a cursor that [`Cursor::check`] found to fit the list: the
+/// inverse of [`cursor_of`].
+pub fn start_key(cursor: &Cursor) -> HashMap<String, AttributeValue> {
+    cursor
+        .attributes()
+        .iter()
+        .map(|(name, value)| (name.clone(), s(value)))
+        .collect()
+}
+
 /// A transaction item that creates `item` in `table` only if no item has its key.
 pub fn put_if_absent(table: &str, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
     let put = Put::builder()

@@ -1,9 +1,19 @@
 //! Domain events on the queues: versioned JSON envelopes
 //! `{"type", "version", "id", "occurredAt", "payload"}`.
 //!
+//! Every event of both products is defined here, and nowhere else: its name, its payload
+//! and how a consumer parses it. The product modules produce and consume them; a newcomer
+//! looking for what goes over a queue reads this file.
+//!
+//! - Social: `UserFollowed`, `UserUnfollowed` ([`SocialEvent`]), written to the outbox by a
+//!   follow or an unfollow and relayed to the consumers' queues.
+//! - Flash sale: `OrderPlaced` (the order route to the order consumer) and `PaymentDue` (the
+//!   order consumer to the payment timeout, delayed by the payment window).
+//!
 //! A consumer parses an envelope into a known event or refuses it with a reason; a refused
 //! message can never succeed, so it belongs in the dead-letter queue, not in a retry loop.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,6 +49,29 @@ pub enum SocialEvent {
     UserUnfollowed(Envelope<FollowPayload>),
 }
 
+pub const ORDER_PLACED: &str = "OrderPlaced";
+pub const PAYMENT_DUE: &str = "PaymentDue";
+
+/// `OrderPlaced` v1, sent by the order route after the script reserved a unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderPlaced {
+    pub order_id: String,
+    pub sale_id: String,
+    pub user_id: String,
+    pub price_cents: u64,
+    /// Epoch milliseconds, as the script recorded the reservation.
+    pub reserved_at_ms: i64,
+}
+
+/// `PaymentDue` v1, sent with the payment window as its delay when an order is confirmed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PaymentDue {
+    pub order_id: String,
+    pub sale_id: String,
+}
+
 /// Why a message is not an event this version understands.
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
@@ -54,28 +87,48 @@ pub enum EventError {
     },
 }
 
+impl Envelope<Value> {
+    /// Any envelope, its payload not yet typed.
+    pub fn parse(body: &str) -> Result<Self, EventError> {
+        serde_json::from_str(body).map_err(EventError::NotAnEnvelope)
+    }
+
+    /// The same envelope with its payload as `P`.
+    pub fn typed<P: DeserializeOwned>(self) -> Result<Envelope<P>, EventError> {
+        let payload =
+            serde_json::from_value(self.payload).map_err(|source| EventError::BadPayload {
+                kind: self.kind.clone(),
+                source,
+            })?;
+        Ok(Envelope {
+            kind: self.kind,
+            version: self.version,
+            id: self.id,
+            occurred_at: self.occurred_at,
+            payload,
+        })
+    }
+}
+
+/// The envelope of the event `kind` version 1, its payload as `P`; any other event is
+/// [`EventError::Unknown`].
+pub fn parse_v1<P: DeserializeOwned>(body: &str, kind: &str) -> Result<Envelope<P>, EventError> {
+    let envelope = Envelope::parse(body)?;
+    if envelope.kind != kind || envelope.version != 1 {
+        return Err(EventError::Unknown {
+            kind: envelope.kind,
+            version: envelope.version,
+        });
+    }
+    envelope.typed()
+}
+
 impl SocialEvent {
     pub fn parse(body: &str) -> Result<Self, EventError> {
-        let envelope: Envelope<Value> =
-            serde_json::from_str(body).map_err(EventError::NotAnEnvelope)?;
-        let typed = |envelope: Envelope<Value>| -> Result<Envelope<FollowPayload>, EventError> {
-            let payload = serde_json::from_value(envelope.payload).map_err(|source| {
-                EventError::BadPayload {
-                    kind: envelope.kind.clone(),
-                    source,
-                }
-            })?;
-            Ok(Envelope {
-                kind: envelope.kind,
-                version: envelope.version,
-                id: envelope.id,
-                occurred_at: envelope.occurred_at,
-                payload,
-            })
-        };
+        let envelope = Envelope::parse(body)?;
         match (envelope.kind.as_str(), envelope.version) {
-            (USER_FOLLOWED, 1) => Ok(Self::UserFollowed(typed(envelope)?)),
-            (USER_UNFOLLOWED, 1) => Ok(Self::UserUnfollowed(typed(envelope)?)),
+            (USER_FOLLOWED, 1) => Ok(Self::UserFollowed(envelope.typed()?)),
+            (USER_UNFOLLOWED, 1) => Ok(Self::UserUnfollowed(envelope.typed()?)),
             _ => Err(EventError::Unknown {
                 kind: envelope.kind,
                 version: envelope.version,

@@ -3,25 +3,36 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: the environment, read once at cold start; every error names its variable.
-//! - [`cloud`]: the one `SdkConfig`, the clients derived from it and the Redis connection.
-//! - [`telemetry`]: logging, JSON in Lambda.
-//! - [`auth`]: who is calling, from the JWT authorizer's verified claims.
-//! - [`admin_mfa`]: the Cognito trigger that keeps `admin` out of tokens without MFA.
-//! - [`http`]: JSON in and out, and the error body and status of every route.
-//! - [`cursor`]: page size and the opaque cursor of every list.
-//! - [`dynamo`], [`queue`], [`script`]: adapters for DynamoDB transactions, SQS queues and
-//!   Redis Lua scripts.
-//! - [`retry`]: capped exponential backoff with full jitter, for what AWS refuses for a
-//!   moment (transaction conflicts, throttling).
-//! - [`consumer`]: the SQS batch plumbing of every queue consumer (partial batch failures).
-//! - [`once`]: apply a batch of effects once: a marker per effect, one aggregated write.
-//! - [`clock`]: wall-clock time as RFC 3339.
-//! - [`events`]: the versioned event envelopes on the queues.
-//! - [`ids`]: identifiers parsed once at the boundary.
-//! - [`text`]: the rules for user-supplied names and titles (NFC, no invisible characters).
-//! - [`social`]: the follow product.
-//! - [`seckill`]: the flash-sale product.
+//! Each product is a module with its own layout section: [`social`] (the follow product) and
+//! [`seckill`] (the flash-sale product). Neither imports the other; what both need is here,
+//! at the crate's top level:
+//!
+//! - [`config`] (boundary): the environment, read once at cold start; every error names its
+//!   variable.
+//! - [`cloud`] (adapter): the one `SdkConfig`, the clients derived from it and the Redis
+//!   connection.
+//! - [`telemetry`] (boundary): logging, JSON in Lambda.
+//! - [`auth`] (boundary): who is calling, from the JWT authorizer's verified claims.
+//! - [`admin_mfa`] (domain, port, adapter): the Cognito trigger that keeps `admin` out of
+//!   tokens without MFA.
+//! - [`http`] (routes): JSON in and out, and the error body and status of every route.
+//! - [`ids`] (domain): every identifier, parsed once at the boundary: users, sales, orders.
+//! - [`events`] (domain): every event on the queues, of both products, in its versioned
+//!   envelope.
+//! - [`cursor`] (domain): page size and the opaque cursor of every list, with the one check
+//!   that a cursor fits its list.
+//! - [`text`] (domain): the rules for user-supplied names and titles (NFC, no invisible
+//!   characters).
+//! - [`clock`] (domain): wall-clock time as RFC 3339.
+//! - [`once`] (domain, port): apply a batch of effects once: a marker per effect, one
+//!   aggregated write.
+//! - [`consumer`] (boundary): the SQS batch plumbing of every queue consumer (partial batch
+//!   failures).
+//! - [`retry`] (domain): capped exponential backoff with full jitter, for what AWS refuses
+//!   for a moment (transaction conflicts, throttling).
+//! - [`dynamo`], [`queue`], [`script`] (adapters): DynamoDB transactions and attributes, SQS
+//!   queues, Redis Lua scripts.
+//! - `testing` (tests only): helpers of the unit tests.
 //!
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the
 //! adapters beside them implement those ports.

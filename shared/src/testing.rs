@@ -1,5 +1,7 @@
-//! Helpers for unit tests: API Gateway HTTP API requests as the authorizer passes them on.
+//! Helpers for unit tests: API Gateway HTTP API requests as the authorizer passes them on,
+//! and SQS batches as a consumer receives them.
 
+use crate::consumer::Message;
 use lambda_http::Request;
 use serde_json::{Value, json};
 
@@ -33,4 +35,16 @@ pub(crate) fn api_request(method: &str, path: &str, body: &str, authorizer: Valu
 /// The authorizer context of a verified user.
 pub(crate) fn claims_of(sub: &str) -> Value {
     json!({"jwt": {"claims": {"sub": sub}, "scopes": null}})
+}
+
+/// A batch of messages with these bodies, their ids `m0`, `m1`, … in order.
+pub(crate) fn batch(bodies: &[String]) -> Vec<Message> {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| Message {
+            id: format!("m{i}"),
+            body: body.clone(),
+        })
+        .collect()
 }

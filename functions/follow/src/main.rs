@@ -2,7 +2,7 @@
 //! event, within the follow rate and the cap on followings.
 
 use app::config::Env;
-use app::social::{DynamoSocialStore, FollowLimits, handlers};
+use app::social::{DynamoSocialStore, FollowLimits, user_routes};
 use app::{cloud, http, telemetry};
 
 #[tokio::main]
@@ -14,5 +14,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let store = DynamoSocialStore::from_env(&env, clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    http::run(|request| handlers::follow(&store, &limits, request)).await
+    http::run(|request| user_routes::follow(&store, &limits, request)).await
 }

@@ -1,7 +1,7 @@
 //! SQS on the follower count queue: each followee's `followerCount`, once per event.
 
 use app::config::Env;
-use app::social::async_store::DynamoDerivedStore;
+use app::social::derived_store::DynamoDerivedStore;
 use app::social::follower_count;
 use app::{cloud, consumer, telemetry};
 

@@ -1,7 +1,7 @@
 //! `GET /users/{userId}`: a user's profile with counters and status.
 
 use app::config::Env;
-use app::social::{DynamoSocialStore, handlers};
+use app::social::{DynamoSocialStore, user_routes};
 use app::{cloud, http, telemetry};
 
 #[tokio::main]
@@ -10,5 +10,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let store = DynamoSocialStore::from_env(&Env::process(), clients.dynamodb)
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    http::run(|request| handlers::get_user(&store, request)).await
+    http::run(|request| user_routes::get_user(&store, request)).await
 }

@@ -1,7 +1,7 @@
 //! `GET /notifications`: the caller's notifications, newest first, with the unread count.
 
 use app::config::Env;
-use app::social::async_store::DynamoDerivedStore;
+use app::social::derived_store::DynamoDerivedStore;
 use app::social::notification_routes;
 use app::{cloud, http, telemetry};
 

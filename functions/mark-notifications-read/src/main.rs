@@ -1,7 +1,7 @@
 //! `POST /notifications/read`: mark some or all of the caller's notifications read.
 
 use app::config::Env;
-use app::social::async_store::DynamoDerivedStore;
+use app::social::derived_store::DynamoDerivedStore;
 use app::social::notification_routes;
 use app::{cloud, http, telemetry};
 

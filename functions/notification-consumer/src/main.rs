@@ -1,7 +1,7 @@
 //! SQS on the notification queue: a follow notification per `UserFollowed`, once ever.
 
 use app::config::Env;
-use app::social::async_store::DynamoDerivedStore;
+use app::social::derived_store::DynamoDerivedStore;
 use app::social::notifications;
 use app::{cloud, consumer, telemetry};
 

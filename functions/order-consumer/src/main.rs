@@ -3,7 +3,8 @@
 
 use app::config::Env;
 use app::seckill::order_consumer::{self, OrderDeps};
-use app::seckill::order_store::{DynamoOrderStore, SqsPaymentDueSink};
+use app::seckill::order_store::DynamoOrderStore;
+use app::seckill::payment_due_sink::SqsPaymentDueSink;
 use app::seckill::reservations::RedisReservations;
 use app::{cloud, consumer, telemetry};
 

@@ -1,7 +1,7 @@
 //! DynamoDB Streams on the social table: relay each outbox event to the consumers' queues.
 
 use app::config::Env;
-use app::social::async_store::SqsEventSink;
+use app::social::event_sink::SqsEventSink;
 use app::social::relay;
 use app::{cloud, telemetry};
 

@@ -2,9 +2,9 @@
 //! `OrderPlaced` on SQS, `202 Accepted`.
 
 use app::config::Env;
-use app::seckill::handlers::{self, OrderRoute};
 use app::seckill::order_publisher::SqsOrderPublisher;
 use app::seckill::redis_store::RedisSales;
+use app::seckill::sale_routes::{self, OrderRoute};
 use app::telemetry::fail_cold_start;
 use app::{cloud, http, telemetry};
 
@@ -13,7 +13,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let env = Env::process();
     let rate_limit_per_second =
-        handlers::rate_limit_from_env(&env).unwrap_or_else(|err| fail_cold_start(&err));
+        sale_routes::rate_limit_from_env(&env).unwrap_or_else(|err| fail_cold_start(&err));
     let clients = cloud::Clients::new(&cloud::sdk_config().await);
     let publisher =
         SqsOrderPublisher::from_env(&env, clients.sqs).unwrap_or_else(|err| fail_cold_start(&err));
@@ -29,5 +29,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         publisher: &publisher,
         rate_limit_per_second,
     };
-    http::run(|request| handlers::place_order(&route, request)).await
+    http::run(|request| sale_routes::place_order(&route, request)).await
 }

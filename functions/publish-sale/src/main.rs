@@ -1,8 +1,8 @@
 //! `POST /seckill/activities/{id}/publish` (admin): publishes a sale and preheats Redis.
 
 use app::config::Env;
-use app::seckill::handlers;
 use app::seckill::redis_store::RedisSales;
+use app::seckill::sale_routes;
 use app::seckill::sale_store::DynamoSaleStore;
 use app::{cloud, http, telemetry};
 
@@ -17,5 +17,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         .await
         .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
     let cache = RedisSales::new(redis);
-    http::run(|request| handlers::publish_sale(&store, &cache, request)).await
+    http::run(|request| sale_routes::publish_sale(&store, &cache, request)).await
 }

@@ -5,10 +5,8 @@
 //! admission store; if the event cannot be sent, the unit is released before the caller hears
 //! 503, so that a failed send never keeps stock away from other buyers.
 
-use super::keys::{ORDER_PLACED, OrderPlaced};
-use super::sale::SaleId;
-use crate::events::Envelope;
-use crate::ids::UserId;
+use crate::events::{Envelope, ORDER_PLACED, OrderPlaced};
+use crate::ids::{SaleId, UserId};
 use async_trait::async_trait;
 
 /// One attempt to reserve a unit.

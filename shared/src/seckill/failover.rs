@@ -25,7 +25,8 @@
 
 use super::orders::{OrderStore, Reservations};
 use super::reconcile::{self, Summary};
-use super::sale::{SaleCache, SaleId, SaleStore};
+use super::sale::{SaleCache, SaleStore};
+use crate::ids::SaleId;
 use anyhow::Context;
 use async_trait::async_trait;
 use serde::Serialize;

@@ -1,4 +1,5 @@
-//! The flash sale's key design, in Redis and in the commerce table, and its events.
+//! The flash sale's key design, in Redis and in the commerce table (its events are in
+//! [`crate::events`]).
 //!
 //! Redis (every key of one sale shares the hash tag `{<saleId>}`, so that a script on one
 //! sale's keys stays in one hash slot; the admission script also counts the user's attempts in
@@ -85,30 +86,6 @@ pub fn user_orders_pk(user_id: &str) -> String {
 
 pub fn user_orders_sk(created_at: &str, order_id: &str) -> String {
     format!("{created_at}#{order_id}")
-}
-
-/// The events of the order path, in the versioned envelope of [`crate::events::Envelope`].
-pub const ORDER_PLACED: &str = "OrderPlaced";
-pub const PAYMENT_DUE: &str = "PaymentDue";
-
-/// `OrderPlaced` v1, sent by the order route after the script reserved a unit.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OrderPlaced {
-    pub order_id: String,
-    pub sale_id: String,
-    pub user_id: String,
-    pub price_cents: u64,
-    /// Epoch milliseconds, as the script recorded the reservation.
-    pub reserved_at_ms: i64,
-}
-
-/// `PaymentDue` v1, sent with the payment window as its delay when an order is confirmed.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PaymentDue {
-    pub order_id: String,
-    pub sale_id: String,
 }
 
 #[cfg(test)]

@@ -1,17 +1,16 @@
 //! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
 //! domain tests.
 
-use super::keys::PaymentDue;
 use super::order_store::per_buyer;
 use super::orders::{
     AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore,
     OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
     PublishedSale, Reservations, SaleGuards,
 };
-use super::sale::SaleId;
-use crate::ids::UserId;
+use crate::cursor::{Cursor, InvalidCursor, PageLimit};
+use crate::events::PaymentDue;
+use crate::ids::{SaleId, UserId};
 use crate::once::{Rejected, Unit, indices_where};
-use crate::social::cursor::{Cursor, PageLimit};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
@@ -264,12 +263,12 @@ impl OrderStore for MemoryOrders {
             None => 0,
             Some(cursor) => {
                 if cursor.get("user") != Some(user.as_str()) {
-                    return Err(OrderStoreError::ForeignCursor);
+                    return Err(OrderStoreError::InvalidCursor(InvalidCursor));
                 }
                 cursor
                     .get("after")
                     .and_then(|id| mine.iter().position(|o| o.order_id == id))
-                    .ok_or(OrderStoreError::ForeignCursor)?
+                    .ok_or(InvalidCursor)?
                     + 1
             }
         };

@@ -1,40 +1,55 @@
 //! The flash-sale ("seckill") product: sales preheated into Redis, orders admitted by one
 //! atomic Lua script, materialized from a queue into DynamoDB, never oversold.
 //!
-//! - [`keys`]: the Redis and DynamoDB key design, and the order events.
-//! - [`sale`]: the sale's domain: a new sale's rules, its lifecycle, the buyer's state; the
+//! # Layout
+//!
+//! Domain modules name no AWS or Redis type; each states its ports as traits, and the
+//! adapters implement them. Routes only translate HTTP to domain calls. The events it emits
+//! and consumes are in [`crate::events`], its ids ([`crate::ids::SaleId`],
+//! [`crate::ids::OrderId`]) in [`crate::ids`].
+//!
+//! - [`sale`] (domain, port): a new sale's rules, its lifecycle, the buyer's state; the
 //!   `SaleStore` and `SaleCache` ports.
-//! - [`admission`]: placing an order: the `Admission` port (reserve, release) and the
-//!   `OrderPublisher` port.
-//! - [`redis_store`]: the Redis adapter of `SaleCache` and `Admission` (the Lua scripts).
-//! - [`sale_store`]: the DynamoDB adapter of `SaleStore`.
-//! - [`order_publisher`]: the SQS adapter of `OrderPublisher`.
-//! - [`handlers`]: the HTTP entry points of the sale routes.
-//! - [`orders`]: the order's domain: states, events, and the `OrderStore`, `Reservations`
-//!   and `PaymentDueSink` ports.
-//! - [`order_consumer`], [`payment_timeout`], [`reconcile`]: materializing orders, expiring
-//!   unpaid ones, giving back reservations that never became orders.
-//! - [`order_routes`]: the HTTP entry points of the order routes.
-//! - [`order_store`]: the DynamoDB adapter of `OrderStore` and the SQS adapter of
-//!   `PaymentDueSink`; [`reservations`]: the Redis adapter of `Reservations`.
-//! - [`failover`]: after the cache failed over, every live sale put back in order (the
-//!   `CacheControl` port); [`cache_control`]: its ElastiCache adapter.
+//! - [`admission`] (domain, port): placing an order; the `Admission` (reserve, release) and
+//!   `OrderPublisher` ports.
+//! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
+//!   `PendingOrders` and `PaymentDueSink` ports.
+//! - [`order_consumer`] (domain): materializing `OrderPlaced` events, the stock written once
+//!   per batch.
+//! - [`payment_timeout`] (domain): expiring unpaid orders, their units given back.
+//! - [`reconcile`] (domain): giving back reservations that never became orders.
+//! - [`failover`] (domain, port): after the cache failed over, every live sale put back in
+//!   order; the `CacheControl` port.
+//! - [`keys`] (adapter): the Redis and DynamoDB key design.
+//! - [`redis_store`] (adapter): Redis adapter of `SaleCache` and `Admission` (the Lua
+//!   scripts).
+//! - [`reservations`] (adapter): Redis adapter of `Reservations` and `PendingOrders`.
+//! - [`sale_store`] (adapter): DynamoDB adapter of `SaleStore`.
+//! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore`.
+//! - [`payment_due_sink`] (adapter): SQS adapter of `PaymentDueSink`.
+//! - [`order_publisher`] (adapter): SQS adapter of `OrderPublisher`.
+//! - [`cache_control`] (adapter): ElastiCache adapter of `CacheControl`.
+//! - [`sale_routes`] (routes): `/seckill/activities/...`: create, publish, read a sale,
+//!   place an order.
+//! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
+//! - `memory` (tests only): in-memory fakes of the order path's ports.
 
 pub mod admission;
 pub mod cache_control;
 pub mod failover;
-pub mod handlers;
 pub mod keys;
 pub mod order_consumer;
 pub mod order_publisher;
 pub mod order_routes;
 pub mod order_store;
 pub mod orders;
+pub mod payment_due_sink;
 pub mod payment_timeout;
 pub mod reconcile;
 pub mod redis_store;
 pub mod reservations;
 pub mod sale;
+pub mod sale_routes;
 pub mod sale_store;
 
 #[cfg(test)]

@@ -33,13 +33,13 @@
 //! the same for an order it claimed before (neither pending nor released), and a redelivered
 //! order that already exists repeats the effects its stored status calls for.
 
-use super::keys::PaymentDue;
 use super::orders::{
     ConfirmRejected, MAX_ORDERS_PER_COMMIT, NewOrder, OrderStatus, OrderStore, PaymentDueSink,
     Reservations, parse_order_placed,
 };
 use crate::consumer::{Message, parse_each};
 use crate::dynamo::MAX_TRANSACTION_ITEMS;
+use crate::events::PaymentDue;
 use crate::ids::UserId;
 use crate::once::{Commit, Rejected, Unit, apply_once, merge};
 use async_trait::async_trait;
@@ -195,18 +195,13 @@ async fn materialize_sale(
     let mut failed = sorted.failed;
     // Independent sends: side by side, so a batch of confirmations costs one round trip to
     // SQS, not one per order (which could outlast the invocation).
-    let sends = crate::consumer::join_all(
-        to_confirm
-            .iter()
-            .map(|unit| async move {
-                let due = PaymentDue {
-                    order_id: unit.marker.clone(),
-                    sale_id: sale_id.to_owned(),
-                };
-                deps.payments.payment_due(&due).await
-            })
-            .collect(),
-    )
+    let sends = crate::consumer::join_all(to_confirm.iter().map(|unit| async move {
+        let due = PaymentDue {
+            order_id: unit.marker.clone(),
+            sale_id: sale_id.to_owned(),
+        };
+        deps.payments.payment_due(&due).await
+    }))
     .await;
     for (unit, sent) in to_confirm.into_iter().zip(sends) {
         if let Err(err) = sent {
@@ -360,17 +355,7 @@ mod tests {
     use crate::seckill::memory::{
         GHOST, MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed, placed_later,
     };
-
-    fn batch(bodies: &[String]) -> Vec<Message> {
-        bodies
-            .iter()
-            .enumerate()
-            .map(|(i, body)| Message {
-                id: format!("m{i}"),
-                body: body.clone(),
-            })
-            .collect()
-    }
+    use crate::testing::batch;
 
     struct World {
         store: MemoryOrders,

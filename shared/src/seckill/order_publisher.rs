@@ -1,9 +1,8 @@
 //! SQS adapter of [`OrderPublisher`]: one `SendMessage` of `OrderPlaced` to the order queue.
 
 use super::admission::{OrderPublisher, PublishError};
-use super::keys::OrderPlaced;
 use crate::config::{ConfigError, Env};
-use crate::events::Envelope;
+use crate::events::{Envelope, OrderPlaced};
 use crate::queue::Queue;
 use async_trait::async_trait;
 

@@ -8,12 +8,10 @@
 
 use super::orders::{
     Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, PendingOrders, find_order,
-    valid_id,
 };
 use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body, path_parameter};
-use crate::ids::UserId;
-use crate::social::cursor::InvalidCursor;
+use crate::ids::{UserId, valid_id};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
@@ -21,7 +19,7 @@ use serde_json::json as body;
 
 fn store_error(err: OrderStoreError) -> ApiError {
     match err {
-        OrderStoreError::ForeignCursor => ApiError::bad_request(InvalidCursor.to_string()),
+        OrderStoreError::InvalidCursor(err) => ApiError::bad_request(err.to_string()),
         OrderStoreError::Busy(cause) => ApiError::store_unavailable(cause),
         OrderStoreError::Failed(cause) => ApiError::internal(cause),
     }
@@ -143,11 +141,11 @@ pub async fn pay_order(
 mod tests {
     use super::*;
     use crate::consumer::Message;
+    use crate::ids::{OrderId, SaleId};
     use crate::seckill::memory::{
         MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, due, placed,
     };
-    use crate::seckill::orders::{OrderId, Reservations};
-    use crate::seckill::sale::SaleId;
+    use crate::seckill::orders::Reservations;
     use crate::seckill::{order_consumer, payment_timeout};
     use crate::testing::{api_request, claims_of};
     use lambda_http::RequestExt;

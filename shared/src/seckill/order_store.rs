@@ -1,25 +1,22 @@
-//! Adapters of the order path: the orders and sales in the commerce table (key design in
-//! [`super::keys`]) and the payment-timeout queue.
+//! DynamoDB adapter of [`OrderStore`]: the orders and sales in the commerce table (key design
+//! in [`super::keys`]).
 
 use super::keys::{
-    BUYER_SK, ORDER_SK, PAYMENT_DUE, PaymentDue, SALE_SK, buyer_pk, order_pk, sale_pk,
-    user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, SALE_SK, buyer_pk, order_pk, sale_pk, user_orders_pk, user_orders_sk,
 };
 use super::orders::{
     ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
-    PaymentDueSink, PaymentMethod, PublishedSale, SaleGuards,
+    PaymentMethod, PublishedSale, SaleGuards,
 };
 use crate::config::{ConfigError, Env};
+use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, transient,
-    update_in, write_retrying,
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, start_key,
+    transient, update_in, write_retrying,
 };
-use crate::events::Envelope;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
-use crate::queue::Queue;
 use crate::retry::Backoff;
-use crate::social::cursor::{Cursor, PageLimit};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -349,26 +346,15 @@ impl OrderStore for DynamoOrderStore {
         cursor: Option<&Cursor>,
     ) -> Result<OrderPage, OrderStoreError> {
         let gsi1pk = user_orders_pk(user.as_str());
-        let start = match cursor {
-            None => None,
-            Some(cursor) => {
-                let attributes = cursor.attributes();
-                let fits = attributes.len() == 4
-                    && cursor.get("gsi1pk") == Some(gsi1pk.as_str())
-                    && cursor.get("sk") == Some(ORDER_SK)
-                    && cursor.get("pk").is_some_and(|pk| pk.starts_with("ORDER#"))
-                    && cursor.get("gsi1sk").is_some();
-                if !fits {
-                    return Err(OrderStoreError::ForeignCursor);
-                }
-                Some(
-                    attributes
-                        .iter()
-                        .map(|(name, value)| (name.clone(), s(value)))
-                        .collect::<HashMap<_, _>>(),
-                )
-            }
+        let fits = |cursor: &Cursor| {
+            cursor.get("gsi1pk") == Some(gsi1pk.as_str())
+                && cursor.get("sk") == Some(ORDER_SK)
+                && cursor.get("pk").is_some_and(|pk| pk.starts_with("ORDER#"))
         };
+        let start = cursor
+            .map(|cursor| cursor.check(&["pk", "sk", "gsi1pk", "gsi1sk"], fits))
+            .transpose()?
+            .map(start_key);
         let output = self
             .client
             .query()
@@ -472,45 +458,5 @@ impl OrderStore for DynamoOrderStore {
             }
         }
         Ok(sales)
-    }
-}
-
-/// `PaymentDue` events on the payment-timeout queue, whose own `DelaySeconds` is the
-/// payment window.
-#[derive(Clone, Debug)]
-pub struct SqsPaymentDueSink {
-    queue: Queue,
-}
-
-impl SqsPaymentDueSink {
-    pub fn new(queue: Queue) -> Self {
-        Self { queue }
-    }
-
-    /// The queue named by `ORDER_TIMEOUT_QUEUE_URL`.
-    pub fn from_env(env: &Env, client: aws_sdk_sqs::Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(Queue::new(
-            client,
-            env.required("ORDER_TIMEOUT_QUEUE_URL")?,
-        )))
-    }
-}
-
-#[async_trait]
-impl PaymentDueSink for SqsPaymentDueSink {
-    #[tracing::instrument(skip(self))]
-    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
-        let envelope = Envelope {
-            kind: PAYMENT_DUE.to_owned(),
-            version: 1,
-            id: uuid::Uuid::new_v4().to_string(),
-            occurred_at: crate::clock::now_rfc3339(),
-            payload: due,
-        };
-        self.queue
-            .send(&envelope, None)
-            .await
-            .context("failed to send PaymentDue")?;
-        Ok(())
     }
 }

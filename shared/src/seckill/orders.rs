@@ -8,16 +8,14 @@
 //! buyer). While it is `PENDING`, its owner reads it from Redis ([`PendingOrders`]): the
 //! order id names its sale ([`OrderId`]).
 
-use super::keys::{ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue};
-use super::sale::SaleId;
-use crate::events::{Envelope, EventError};
-use crate::ids::UserId;
+use crate::cursor::{Cursor, InvalidCursor, PageLimit};
+use crate::events::{
+    Envelope, EventError, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1,
+};
+use crate::ids::{OrderId, SaleId, UserId, valid_id};
 use crate::once::{Rejected, Unit};
-use crate::social::cursor::{Cursor, PageLimit};
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -107,69 +105,6 @@ pub struct NewOrder {
 #[error("the order event has an invalid {0}")]
 pub struct InvalidOrder(&'static str);
 
-/// Order and sale ids end up inside keys (`ORDER#<id>`, `<createdAt>#<id>`): the key
-/// separators are refused, like in [`UserId`].
-pub fn valid_id(raw: &str) -> bool {
-    !raw.is_empty()
-        && raw.len() <= 128
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// An order id as the order route mints it: `<saleId>.<uuid v7, simple form>`, so that the
-/// order names its sale (whose Redis keys say who placed it while it is not materialized).
-/// A sale id is a hyphenated lowercase UUID (hex digits and `-`), so the `.` cannot occur in
-/// it; the whole (69 characters) is a [`valid_id`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OrderId {
-    raw: String,
-    sale_id: SaleId,
-}
-
-/// Why a string is not an order id of the form [`OrderId`] mints.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("an order id is <saleId>.<uuid>")]
-pub struct InvalidOrderId;
-
-impl OrderId {
-    /// A new, time-ordered id of an order of `sale_id`.
-    pub fn generate(sale_id: &SaleId) -> Self {
-        Self {
-            raw: format!("{sale_id}.{}", uuid::Uuid::now_v7().simple()),
-            sale_id: sale_id.clone(),
-        }
-    }
-
-    /// Only the canonical form [`Self::generate`] produces: one id, one spelling.
-    pub fn parse(raw: &str) -> Result<Self, InvalidOrderId> {
-        let (sale, rest) = raw.split_once('.').ok_or(InvalidOrderId)?;
-        let sale_id = SaleId::parse(sale).map_err(|_| InvalidOrderId)?;
-        let rest_id = uuid::Uuid::try_parse(rest).map_err(|_| InvalidOrderId)?;
-        if sale_id.as_str() != sale || rest_id.simple().to_string() != rest {
-            return Err(InvalidOrderId);
-        }
-        Ok(Self {
-            raw: raw.to_owned(),
-            sale_id,
-        })
-    }
-
-    pub fn sale_id(&self) -> &SaleId {
-        &self.sale_id
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.raw
-    }
-}
-
-impl std::fmt::Display for OrderId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.raw)
-    }
-}
-
 impl TryFrom<OrderPlaced> for NewOrder {
     type Error = InvalidOrder;
 
@@ -201,30 +136,6 @@ pub enum OrderEventError {
     Invalid(#[from] InvalidOrder),
 }
 
-/// Parses the envelope of the event `kind` version 1.
-fn parse_v1<P: DeserializeOwned>(body: &str, kind: &str) -> Result<Envelope<P>, EventError> {
-    let envelope: Envelope<Value> =
-        serde_json::from_str(body).map_err(EventError::NotAnEnvelope)?;
-    if envelope.kind != kind || envelope.version != 1 {
-        return Err(EventError::Unknown {
-            kind: envelope.kind,
-            version: envelope.version,
-        });
-    }
-    let payload =
-        serde_json::from_value(envelope.payload).map_err(|source| EventError::BadPayload {
-            kind: envelope.kind.clone(),
-            source,
-        })?;
-    Ok(Envelope {
-        kind: envelope.kind,
-        version: envelope.version,
-        id: envelope.id,
-        occurred_at: envelope.occurred_at,
-        payload,
-    })
-}
-
 /// An `OrderPlaced` v1 message as the order to materialize.
 pub fn parse_order_placed(body: &str) -> Result<NewOrder, OrderEventError> {
     let envelope: Envelope<OrderPlaced> = parse_v1(body, ORDER_PLACED)?;
@@ -247,8 +158,8 @@ pub fn parse_payment_due(body: &str) -> Result<PaymentDue, OrderEventError> {
 #[derive(Debug, thiserror::Error)]
 pub enum OrderStoreError {
     /// The cursor is not one of this user's order pages.
-    #[error("the cursor does not belong to this list")]
-    ForeignCursor,
+    #[error(transparent)]
+    InvalidCursor(#[from] InvalidCursor),
     /// Concurrent writes of the same item (a transaction holding it) or throttling outlasted
     /// the store's retries; nothing was written, and trying again shortly may succeed.
     #[error("the item is busy")]
@@ -477,36 +388,6 @@ mod tests {
         let due = due.as_str();
         assert!(parse_order_placed(due).is_err());
         assert_eq!(parse_payment_due(due).unwrap().order_id, "o1");
-    }
-
-    #[test]
-    fn an_order_id_names_its_sale_in_one_spelling_only() {
-        let sale = SaleId::parse(S1).unwrap();
-        let id = OrderId::generate(&sale);
-        assert!(valid_id(id.as_str()), "{id}");
-        let parsed = OrderId::parse(id.as_str()).unwrap();
-        assert_eq!(parsed, id);
-        assert_eq!(parsed.sale_id(), &sale);
-        let rest = id.as_str().split_once('.').unwrap().1.to_owned();
-        let upper = format!("{}.{rest}", S1.to_uppercase());
-        let hyphenated = format!(
-            "{S1}.{}",
-            uuid::Uuid::try_parse(&rest).unwrap().hyphenated()
-        );
-        let bad: [&str; 9] = [
-            "",
-            "o1",
-            S1,
-            &format!("{S1}."),
-            &format!("{S1}.nope"),
-            &format!("{S1}.{rest}.x"),
-            &format!("s1.{rest}"),
-            &upper,
-            &hyphenated,
-        ];
-        for bad in bad {
-            assert_eq!(OrderId::parse(bad), Err(InvalidOrderId), "{bad}");
-        }
     }
 
     #[test]

@@ -141,17 +141,7 @@ mod tests {
     };
     use crate::seckill::order_consumer::{self, OrderDeps};
     use crate::seckill::orders::PaymentMethod;
-
-    fn batch(bodies: &[String]) -> Vec<Message> {
-        bodies
-            .iter()
-            .enumerate()
-            .map(|(i, body)| Message {
-                id: format!("m{i}"),
-                body: body.clone(),
-            })
-            .collect()
-    }
+    use crate::testing::batch;
 
     async fn confirmed(orders: &[(&str, &str)]) -> (MemoryOrders, MemoryReservations) {
         let store = MemoryOrders::default();

@@ -6,8 +6,8 @@
 
 use super::admission::{Admission, AdmissionError, Reservation, Verdict};
 use super::keys::{SaleKeys, order_rate_key};
-use super::sale::{Sale, SaleCache, SaleDetail, SaleId, StoreError, epoch_ms};
-use crate::ids::UserId;
+use super::sale::{Sale, SaleCache, SaleDetail, StoreError, epoch_ms};
+use crate::ids::{SaleId, UserId};
 use crate::script::LuaScript;
 use anyhow::Context;
 use async_trait::async_trait;

@@ -2,9 +2,10 @@
 //! table (key design in [`super::keys`]).
 
 use super::keys::{SALE_SK, sale_pk};
-use super::sale::{Lifecycle, Sale, SaleId, SaleStore, StoreError};
+use super::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{get_n, get_s, key, n, s, write_retrying};
+use crate::ids::SaleId;
 use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;

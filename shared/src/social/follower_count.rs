@@ -62,19 +62,14 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
         }
     }
     // Followees are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(
-        groups
-            .iter_mut()
-            .map(|(followee, units)| {
-                let units = std::mem::take(units);
-                let followee = &*followee;
-                async move {
-                    let target = ForFollowee { store, followee };
-                    apply_once(units, MAX_EVENTS_PER_COMMIT, &target).await
-                }
-            })
-            .collect(),
-    )
+    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(followee, units)| {
+        let units = std::mem::take(units);
+        let followee = &*followee;
+        async move {
+            let target = ForFollowee { store, followee };
+            apply_once(units, MAX_EVENTS_PER_COMMIT, &target).await
+        }
+    }))
     .await;
     for outcome in outcomes {
         failed.extend(outcome.failed_messages());

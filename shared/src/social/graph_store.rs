@@ -17,7 +17,6 @@
 //! write as a write: a caller over the limit costs 1 write unit per attempt (and the follow's
 //! read of the target), never a transaction.
 
-use super::cursor::{Cursor, InvalidCursor, PageLimit};
 use super::follow::{
     Attempt, Counted, Direction, EdgeEntry, EdgePage, FollowWrite, GraphChange, GraphStore,
     ListEdgesError, Relationship, UnfollowWrite,
@@ -28,8 +27,9 @@ use super::keys::{
 };
 use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
+use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, s, write_retrying,
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, s, start_key, write_retrying,
 };
 use crate::ids::UserId;
 use anyhow::Context;
@@ -425,40 +425,29 @@ impl ListIndex {
     /// exactly the table's and the index's key attributes, on this user's partition, and
     /// consistent with each other. Anything else was not made by us for this list.
     fn start_key(&self, user: &UserId, cursor: &Cursor) -> Result<Attributes, InvalidCursor> {
-        let attributes = cursor.attributes();
-        let expected = ["pk", "sk", self.pk, self.sk];
-        if attributes.len() != expected.len()
-            || !expected.iter().all(|name| attributes.contains_key(*name))
-        {
-            return Err(InvalidCursor);
+        let names = ["pk", "sk", self.pk, self.sk];
+        let fits = |cursor: &Cursor| self.holds(user, cursor).is_some();
+        Ok(start_key(cursor.check(&names, fits)?))
+    }
+
+    /// `Some` if the cursor's key attributes are those of an edge of `user` in this list.
+    fn holds(&self, user: &UserId, cursor: &Cursor) -> Option<()> {
+        if cursor.get(self.pk)? != self.partition(user) {
+            return None;
         }
-        let get = |name: &str| cursor.get(name).ok_or(InvalidCursor);
-        if get(self.pk)? != self.partition(user) {
-            return Err(InvalidCursor);
-        }
-        let follower = parse_id(get("pk")?.strip_prefix("USER#"))?;
-        let followee = parse_id(get("sk")?.strip_prefix("FOLLOWS#"))?;
+        let id = |raw: Option<&str>| UserId::parse(raw?).ok();
+        let follower = id(cursor.get("pk")?.strip_prefix("USER#"))?;
+        let followee = id(cursor.get("sk")?.strip_prefix("FOLLOWS#"))?;
         let (owner, other) = match self.direction {
             Direction::Followers => (followee, follower),
             Direction::Following => (follower, followee),
         };
-        let at = get(self.sk)?
-            .strip_suffix(other.as_str())
-            .and_then(|rest| rest.strip_suffix('#'))
-            .ok_or(InvalidCursor)?;
-        if &owner != user || at.is_empty() {
-            return Err(InvalidCursor);
-        }
-        Ok(attributes
-            .iter()
-            .map(|(name, value)| (name.clone(), s(value)))
-            .collect())
+        let at = cursor
+            .get(self.sk)?
+            .strip_suffix(other.as_str())?
+            .strip_suffix('#')?;
+        (&owner == user && !at.is_empty()).then_some(())
     }
-}
-
-fn parse_id(raw: Option<&str>) -> Result<UserId, InvalidCursor> {
-    raw.and_then(|raw| UserId::parse(raw).ok())
-        .ok_or(InvalidCursor)
 }
 
 #[cfg(test)]

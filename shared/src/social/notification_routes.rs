@@ -13,9 +13,7 @@ pub const MAX_IDS: usize = 100;
 
 fn store_error(err: NotificationStoreError) -> ApiError {
     match err {
-        NotificationStoreError::ForeignCursor => {
-            ApiError::bad_request(super::cursor::InvalidCursor.to_string())
-        }
+        NotificationStoreError::InvalidCursor(err) => ApiError::bad_request(err.to_string()),
         NotificationStoreError::Failed(cause) => ApiError::internal(cause),
     }
 }

@@ -6,9 +6,9 @@
 //! item (`NOTIF#<recipient>` / `<createdAt>#<notificationId>`) is found from the id alone,
 //! without a lookup item, and only ever under the caller's own partition.
 
-use super::cursor::{Cursor, PageLimit};
 use super::keys::notification_key_pk;
 use crate::consumer::{Message, parse_each};
+use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
 use crate::once::{Commit, Outcome, Rejected, Unit, apply_once};
@@ -86,8 +86,8 @@ pub struct NewFollow {
 /// Why the notification store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NotificationStoreError {
-    #[error("the cursor does not belong to this list")]
-    ForeignCursor,
+    #[error(transparent)]
+    InvalidCursor(#[from] InvalidCursor),
     #[error("notification store failed")]
     Failed(#[from] anyhow::Error),
 }
@@ -198,19 +198,14 @@ pub async fn handle_batch(store: &dyn NotificationStore, messages: Vec<Message>)
         }
     }
     // Recipients are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(
-        groups
-            .iter_mut()
-            .map(|(recipient, units)| {
-                let units = std::mem::take(units);
-                let recipient = &*recipient;
-                async move {
-                    let target = NewFor { store, recipient };
-                    apply_once(units, MAX_NEW_PER_COMMIT, &target).await
-                }
-            })
-            .collect(),
-    )
+    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(recipient, units)| {
+        let units = std::mem::take(units);
+        let recipient = &*recipient;
+        async move {
+            let target = NewFor { store, recipient };
+            apply_once(units, MAX_NEW_PER_COMMIT, &target).await
+        }
+    }))
     .await;
     for outcome in outcomes {
         failed.extend(outcome.failed_messages());
@@ -235,6 +230,7 @@ pub async fn mark_read(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::testing::batch as messages;
     use std::collections::{BTreeMap, HashSet};
     use std::sync::Mutex;
 
@@ -378,17 +374,6 @@ pub(crate) mod tests {
 
     fn unfollow(id: &str, follower: &str, followee: &str) -> String {
         follow(id, follower, followee).replace("UserFollowed", "UserUnfollowed")
-    }
-
-    fn messages(bodies: &[String]) -> Vec<Message> {
-        bodies
-            .iter()
-            .enumerate()
-            .map(|(i, body)| Message {
-                id: format!("m{i}"),
-                body: body.clone(),
-            })
-            .collect()
     }
 
     #[tokio::test]

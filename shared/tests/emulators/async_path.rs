@@ -1,12 +1,12 @@
 //! The asynchronous path's adapters against moto: follower counts and notifications applied
 //! once, and the relay's SQS sink.
 
-use crate::support::{clients, create_table, template_batch_size, unique};
-use app::consumer::Message;
+use crate::support::{batch, clients, create_table, template_batch_size, unique};
+use app::cursor::PageLimit;
 use app::dynamo::{get_n, key, n, s};
 use app::ids::UserId;
-use app::social::async_store::{DynamoDerivedStore, SqsEventSink};
-use app::social::cursor::PageLimit;
+use app::social::derived_store::DynamoDerivedStore;
+use app::social::event_sink::SqsEventSink;
 use app::social::notifications::{self, NotificationStore};
 use app::social::relay::EventSink;
 use app::social::{follower_count, keys};
@@ -16,17 +16,6 @@ fn event(kind: &str, id: &str, follower: &str, followee: &str) -> String {
     serde_json::json!({"type": kind, "version": 1, "id": id, "occurredAt": "2026-11-30T18:00:00Z",
         "payload": {"followerId": follower, "followeeId": followee}})
     .to_string()
-}
-
-fn batch(bodies: &[String]) -> Vec<Message> {
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, body)| Message {
-            id: format!("m{i}"),
-            body: body.clone(),
-        })
-        .collect()
 }
 
 async fn put_profile(clients: &app::cloud::Clients, table: &str, user: &str, followers: i64) {

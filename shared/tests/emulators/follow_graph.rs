@@ -2,6 +2,7 @@
 //! events, and the newest-first lists with their cursors.
 
 use crate::support::{clients, create_social_table};
+use app::cursor::{Cursor, PageLimit};
 use app::dynamo::{get_n, get_s, key, s};
 use app::events::SocialEvent;
 use app::ids::UserId;
@@ -10,8 +11,8 @@ use app::social::follow::{
     self, Attempt, Counted, FollowLimits, FollowWrite, GraphChange, ListEdgesError, UnfollowWrite,
 };
 use app::social::{
-    Cursor, Direction, DisplayName, DynamoSocialStore, FollowError, GraphStore, PageLimit,
-    ProfileStore, Relationship, UserStatus,
+    Direction, DisplayName, DynamoSocialStore, FollowError, GraphStore, ProfileStore, Relationship,
+    UserStatus,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;

@@ -1,6 +1,7 @@
 //! What every emulator test needs: the endpoints, clients and unique names.
 
 use app::cloud::{self, Clients};
+use app::consumer::Message;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType,
@@ -132,4 +133,16 @@ pub fn template_batch_size(function: &str) -> usize {
         .trim()
         .parse()
         .expect("a number")
+}
+
+/// A batch of messages with these bodies, their ids `m0`, `m1`, … in order.
+pub fn batch(bodies: &[String]) -> Vec<Message> {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| Message {
+            id: format!("m{i}"),
+            body: body.clone(),
+        })
+        .collect()
 }

@@ -4,14 +4,14 @@
 //! never DynamoDB.
 
 use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
-use super::orders::OrderId;
 use super::sale::{
-    self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleId,
-    SaleState, SaleStore, epoch_ms,
+    self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleState,
+    SaleStore, epoch_ms,
 };
 use crate::auth::Caller;
 use crate::config::{ConfigError, Env};
 use crate::http::{ApiError, json, parse_body, path_parameter};
+use crate::ids::{OrderId, SaleId};
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;

@@ -1,11 +1,10 @@
-//! Adapters of the asynchronous path's ports: the derived items in the social table
-//! (follower counts, notifications, applied markers) and the relay's SQS queues.
+//! DynamoDB adapter of the asynchronous path's stores: the derived items in the social table
+//! (follower counts, notifications, applied markers), written by the queue consumers.
 //!
 //! The key design is in [`super::keys`]. Each transaction labels its items, so a cancelled
 //! one says which units' markers already existed ([`Rejected::AlreadyApplied`]) or that the
 //! aggregate's condition failed ([`Rejected::Aggregate`]).
 
-use super::cursor::{Cursor, PageLimit};
 use super::follower_count::{CONSUMER, FollowerCountStore};
 use super::keys::{
     APPLIED_SK, NOTIFICATION_KEY_SK, NOTIFICATION_STATE_SK, PROFILE_SK, applied_pk,
@@ -15,10 +14,11 @@ use super::notifications::{
     FOLLOW, NewFollow, Notification, NotificationId, NotificationStore, NotificationStoreError,
     Page, TARGET_USER,
 };
-use super::relay::{EventSink, SendFailed};
 use crate::config::{ConfigError, Env};
+use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, update_in,
+    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, start_key,
+    update_in,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
@@ -26,7 +26,6 @@ use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Update};
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -234,22 +233,11 @@ impl NotificationStore for DynamoDerivedStore {
         cursor: Option<&Cursor>,
     ) -> Result<Page, NotificationStoreError> {
         let pk = notifications_pk(recipient);
-        let start = match cursor {
-            None => None,
-            Some(cursor) => {
-                let (Some(cursor_pk), Some(sk), 2) = (
-                    cursor.get("pk"),
-                    cursor.get("sk"),
-                    cursor.attributes().len(),
-                ) else {
-                    return Err(NotificationStoreError::ForeignCursor);
-                };
-                if cursor_pk != pk {
-                    return Err(NotificationStoreError::ForeignCursor);
-                }
-                Some(key(cursor_pk, sk))
-            }
-        };
+        let fits = |cursor: &Cursor| cursor.get("pk") == Some(pk.as_str());
+        let start = cursor
+            .map(|cursor| cursor.check(&["pk", "sk"], fits))
+            .transpose()?
+            .map(start_key);
         let output = self
             .client
             .query()
@@ -334,80 +322,3 @@ impl NotificationStore for DynamoDerivedStore {
 /// bounded read per call, not one of their whole history.
 const MAX_UNREAD_PAGES: usize = 4;
 const UNREAD_PAGE_ITEMS: i32 = 250;
-
-/// A consumer's queue, sent to with `SendMessageBatch` (10 messages a call).
-#[derive(Clone, Debug)]
-pub struct SqsEventSink {
-    client: aws_sdk_sqs::Client,
-    url: String,
-}
-
-impl SqsEventSink {
-    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> Self {
-        Self {
-            client,
-            url: url.into(),
-        }
-    }
-
-    /// The queue whose URL is in the variable `name`.
-    pub fn from_env(
-        env: &Env,
-        client: aws_sdk_sqs::Client,
-        name: &str,
-    ) -> Result<Self, ConfigError> {
-        Ok(Self::new(client, env.required(name)?))
-    }
-}
-
-/// SQS takes at most this many messages per `SendMessageBatch`.
-const SQS_BATCH: usize = 10;
-
-#[async_trait]
-impl EventSink for SqsEventSink {
-    #[tracing::instrument(skip_all, fields(queue = %self.url, messages = bodies.len()))]
-    async fn send_all(&self, bodies: &[&str]) -> Result<(), SendFailed> {
-        for (chunk_index, chunk) in bodies.chunks(SQS_BATCH).enumerate() {
-            let offset = chunk_index * SQS_BATCH;
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, body)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(*body)
-                        .build()
-                        .expect("id and body are set")
-                })
-                .collect();
-            let output = self
-                .client
-                .send_message_batch()
-                .queue_url(&self.url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|err| SendFailed {
-                    first_failed: offset,
-                    cause: anyhow::Error::from(aws_sdk_sqs::Error::from(err))
-                        .context("SQS SendMessageBatch failed"),
-                })?;
-            let first = output
-                .failed()
-                .iter()
-                .filter_map(|failure| failure.id().parse::<usize>().ok())
-                .min();
-            if let Some(first) = first {
-                return Err(SendFailed {
-                    first_failed: offset + first,
-                    cause: anyhow::anyhow!(
-                        "SQS refused {} of {} messages",
-                        output.failed().len(),
-                        chunk.len()
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-}
