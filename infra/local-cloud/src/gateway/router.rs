@@ -225,30 +225,7 @@ fn matches<'r, 'p>(
 
 /// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 is replaced.
 pub(crate) fn percent_decode(text: &str) -> Cow<'_, str> {
-    if !text.contains('%') {
-        return Cow::Borrowed(text);
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) = (
-                bytes.get(i + 1).and_then(|b| (*b as char).to_digit(16)),
-                bytes.get(i + 2).and_then(|b| (*b as char).to_digit(16)),
-            )
-        {
-            out.push((high * 16 + low) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    match String::from_utf8(out) {
-        Ok(text) => Cow::Owned(text),
-        Err(error) => Cow::Owned(String::from_utf8_lossy(error.as_bytes()).into_owned()),
-    }
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy()
 }
 
 #[cfg(test)]
