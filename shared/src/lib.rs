@@ -7,6 +7,8 @@
 //! [`seckill`] (the flash-sale product). Neither imports the other; what both need is here,
 //! at the crate's top level:
 //!
+//! - [`boot`] (boundary): the cold start of every function's `main`: logging, environment,
+//!   adapters; the one module that names the adapters of both products.
 //! - [`config`] (boundary): the environment, read once at cold start; every error names its
 //!   variable.
 //! - [`cloud`] (adapter): the one `SdkConfig`, the clients derived from it and the Redis
@@ -39,6 +41,7 @@
 
 pub mod admin_mfa;
 pub mod auth;
+pub mod boot;
 pub mod clock;
 pub mod cloud;
 pub mod config;

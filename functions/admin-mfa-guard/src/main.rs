@@ -2,13 +2,13 @@
 //! without MFA; every other token passes unchanged.
 
 use app::admin_mfa::{self, CognitoMfaDirectory};
-use app::{cloud, telemetry};
+use app::boot::Boot;
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    telemetry::init();
-    let directory = CognitoMfaDirectory::from_config(&cloud::sdk_config().await);
+    let boot = Boot::start();
+    let directory = CognitoMfaDirectory::from_config(boot.sdk_config().await);
     let directory = &directory;
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {

@@ -1,15 +1,11 @@
 //! SQS on the follower count queue: each followee's `followerCount`, once per event.
 
-use app::config::Env;
-use app::social::derived_store::DynamoDerivedStore;
+use app::boot::Boot;
+use app::consumer;
 use app::social::follower_count;
-use app::{cloud, consumer, telemetry};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    telemetry::init();
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoDerivedStore::from_env(&Env::process(), clients.dynamodb)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let store = Boot::start().derived_store().await;
     consumer::run(|messages| follower_count::handle_batch(&store, messages)).await
 }

@@ -1,14 +1,11 @@
 //! `GET /users/{userId}/followers`: who follows a user, newest first, paged.
 
-use app::config::Env;
-use app::social::{DynamoSocialStore, user_routes};
-use app::{cloud, http, telemetry};
+use app::boot::Boot;
+use app::http;
+use app::social::user_routes;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    telemetry::init();
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoSocialStore::from_env(&Env::process(), clients.dynamodb)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let store = Boot::start().social_store().await;
     http::run(|request| user_routes::list_followers(&store, request)).await
 }

@@ -1,15 +1,11 @@
 //! GET /orders: the caller's orders, newest first, cursor paging.
 
-use app::config::Env;
+use app::boot::Boot;
+use app::http;
 use app::seckill::order_routes;
-use app::seckill::order_store::DynamoOrderStore;
-use app::{cloud, http, telemetry};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    telemetry::init();
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoOrderStore::from_env(&Env::process(), clients.dynamodb)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let store = Boot::start().order_store().await;
     http::run(|request| order_routes::list_orders(&store, request)).await
 }

@@ -1,26 +1,16 @@
 //! On a schedule: releases reservations that never became orders and logs each published
 //! sale's stock in Redis beside DynamoDB's; answers a JSON summary.
 
-use app::config::Env;
-use app::seckill::order_store::DynamoOrderStore;
+use app::boot::Boot;
 use app::seckill::reconcile::{self, Grace};
-use app::seckill::reservations::RedisReservations;
-use app::{cloud, telemetry};
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    telemetry::init();
-    let env = Env::process();
-    let grace = Grace::from_env(&env)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err))
-        .period();
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoOrderStore::from_env(&env, clients.dynamodb)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let reservations = RedisReservations::from_env(&env)
-        .await
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let boot = Boot::start();
+    let grace = boot.must(Grace::from_env(boot.env())).period();
+    let store = boot.order_store().await;
+    let reservations = boot.reservations().await;
     let (store, reservations) = (&store, &reservations);
     lambda_runtime::run(service_fn(
         move |_: LambdaEvent<serde_json::Value>| async move {

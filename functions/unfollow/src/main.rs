@@ -1,18 +1,14 @@
 //! `DELETE /users/{userId}/follow`: the caller stops following a user, in one transaction
 //! with an outbox event, within the follow rate.
 
-use app::config::Env;
-use app::social::{DynamoSocialStore, FollowLimits, user_routes};
-use app::{cloud, http, telemetry};
+use app::boot::Boot;
+use app::http;
+use app::social::{FollowLimits, user_routes};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    telemetry::init();
-    let env = Env::process();
-    let limits =
-        FollowLimits::from_env(&env).unwrap_or_else(|err| telemetry::fail_cold_start(&err));
-    let clients = cloud::Clients::new(&cloud::sdk_config().await);
-    let store = DynamoSocialStore::from_env(&env, clients.dynamodb)
-        .unwrap_or_else(|err| telemetry::fail_cold_start(&err));
+    let boot = Boot::start();
+    let limits = boot.must(FollowLimits::from_env(boot.env()));
+    let store = boot.social_store().await;
     http::run(|request| user_routes::unfollow(&store, &limits, request)).await
 }

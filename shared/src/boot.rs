@@ -1,0 +1,103 @@
+//! The cold start every function's `main` shares: logging first, then the environment, then
+//! the adapters the function names, each built from the one [`SdkConfig`]
+//! (loaded on first use, so a function without AWS clients never pays for it).
+//!
+//! Whatever fails here ends the cold start with the error and its causes logged
+//! ([`telemetry::fail_cold_start`]): Lambda reports an init error and starts again, and no
+//! request is ever answered by a half-built function.
+//!
+//! This is the composition root: the one module that names the adapters of both products.
+
+use aws_config::SdkConfig;
+use tokio::sync::OnceCell;
+
+use crate::cloud::{self, Clients};
+use crate::config::Env;
+use crate::seckill::order_store::DynamoOrderStore;
+use crate::seckill::redis_store::RedisSales;
+use crate::seckill::reservations::RedisReservations;
+use crate::seckill::sale_store::DynamoSaleStore;
+use crate::social::DynamoSocialStore;
+use crate::social::derived_store::DynamoDerivedStore;
+use crate::telemetry;
+
+/// A function's cold start in progress.
+pub struct Boot {
+    env: Env,
+    sdk_config: OnceCell<SdkConfig>,
+    clients: OnceCell<Clients>,
+}
+
+impl Boot {
+    /// Starts logging and reads the environment.
+    pub fn start() -> Self {
+        telemetry::init();
+        Self {
+            env: Env::process(),
+            sdk_config: OnceCell::new(),
+            clients: OnceCell::new(),
+        }
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// `result`'s value, or the end of the cold start with its error logged.
+    pub fn must<T, E: std::error::Error>(&self, result: Result<T, E>) -> T {
+        result.unwrap_or_else(|err| telemetry::fail_cold_start(&err))
+    }
+
+    /// The one SDK configuration ([`cloud::sdk_config`]), loaded the first time it is asked for.
+    pub async fn sdk_config(&self) -> &SdkConfig {
+        self.sdk_config.get_or_init(cloud::sdk_config).await
+    }
+
+    /// The AWS clients, built from [`Self::sdk_config`] the first time they are asked for.
+    pub async fn clients(&self) -> &Clients {
+        let config = self.sdk_config().await;
+        self.clients
+            .get_or_init(|| async { Clients::new(config) })
+            .await
+    }
+
+    /// The follows, profiles and outbox (`SOCIAL_TABLE`).
+    pub async fn social_store(&self) -> DynamoSocialStore {
+        let client = self.clients().await.dynamodb.clone();
+        self.must(DynamoSocialStore::from_env(&self.env, client))
+    }
+
+    /// The notifications and follower counts (`SOCIAL_TABLE`).
+    pub async fn derived_store(&self) -> DynamoDerivedStore {
+        let client = self.clients().await.dynamodb.clone();
+        self.must(DynamoDerivedStore::from_env(&self.env, client))
+    }
+
+    /// The orders and their stock (`COMMERCE_TABLE`).
+    pub async fn order_store(&self) -> DynamoOrderStore {
+        let client = self.clients().await.dynamodb.clone();
+        self.must(DynamoOrderStore::from_env(&self.env, client))
+    }
+
+    /// The sales (`COMMERCE_TABLE`).
+    pub async fn sale_store(&self) -> DynamoSaleStore {
+        let client = self.clients().await.dynamodb.clone();
+        self.must(DynamoSaleStore::from_env(&self.env, client))
+    }
+
+    /// The sale cache and admission scripts on a Redis connection of their own (a function
+    /// that runs the scripts loads them with [`RedisSales::load_scripts`]).
+    pub async fn redis_sales(&self) -> RedisSales {
+        RedisSales::new(self.must(cloud::redis_from_env(&self.env).await))
+    }
+
+    /// The reservations with every script loaded: what writes them.
+    pub async fn reservations(&self) -> RedisReservations {
+        self.must(RedisReservations::from_env(&self.env).await)
+    }
+
+    /// The reservations for reading only (no script loaded).
+    pub async fn reservation_reader(&self) -> RedisReservations {
+        self.must(RedisReservations::reader_from_env(&self.env).await)
+    }
+}
