@@ -34,6 +34,7 @@ impl Caller {
         let claims = claims.ok_or_else(ApiError::unauthenticated)?;
         let sub = claims.get("sub").ok_or_else(ApiError::unauthenticated)?;
         let user_id = UserId::parse(sub).map_err(|_| ApiError::unauthenticated())?;
+        crate::http::record_id("caller", &user_id);
         let groups = claims
             .get("cognito:groups")
             .map(|raw| parse_groups(raw))

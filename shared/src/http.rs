@@ -223,28 +223,60 @@ pub fn refuse_large_body(request: &Request) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Runs an HTTP function: a body over [`MAX_BODY_BYTES`] is refused first, and every `Err`
-/// becomes its error response, so the runtime never sees a handler failure and a client never
-/// sees a bare runtime error.
+/// Runs an HTTP function: every request is [`answer`]ed.
 pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Result<Response<Body>, ApiError>> + Send,
 {
     lambda_http::run(service_fn(move |request: Request| {
-        let answer = refuse_large_body(&request).map(|()| handler(request));
-        async move {
-            let answer = match answer {
-                Ok(answer) => answer.await,
-                Err(err) => Err(err),
-            };
-            Ok::<_, Infallible>(match answer {
-                Ok(response) => response,
-                Err(err) => err.into_response(),
-            })
-        }
+        let answer = answer(&handler, request);
+        async move { Ok::<_, Infallible>(answer.await) }
     }))
     .await
+}
+
+/// The ids a request may concern, in the order a log line shows them: who calls, the user the
+/// call is about, the sale, the order. The route names each with [`record_id`] once it has
+/// parsed it.
+const REQUEST_IDS: [&str; 4] = ["caller", "target", "sale", "order"];
+
+/// One request: a body over [`MAX_BODY_BYTES`] is refused first, and an `Err` becomes its error
+/// response, so the runtime never sees a handler failure and a client never sees a bare
+/// runtime error. All of it runs in one `request` span holding [`REQUEST_IDS`], so every line
+/// logged for the request, the failure's included, says whom it concerns.
+pub fn answer<F, Fut>(
+    handler: &F,
+    request: Request,
+) -> impl Future<Output = Response<Body>> + use<F, Fut>
+where
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    use tracing::Instrument as _;
+    let span = tracing::info_span!(
+        "request",
+        caller = tracing::field::Empty,
+        target = tracing::field::Empty,
+        sale = tracing::field::Empty,
+        order = tracing::field::Empty,
+    );
+    let answer = span.in_scope(|| refuse_large_body(&request).map(|()| handler(request)));
+    async move {
+        let answer = match answer {
+            Ok(answer) => answer.await,
+            Err(err) => Err(err),
+        };
+        answer.unwrap_or_else(ApiError::into_response)
+    }
+    .instrument(span)
+}
+
+/// Names `value` as this request's `field`, one of [`REQUEST_IDS`], in the span [`answer`]
+/// opened. Call it from the route's own code (not from inside a store call's span).
+pub fn record_id(field: &'static str, value: &dyn std::fmt::Display) {
+    debug_assert!(REQUEST_IDS.contains(&field), "{field} is not a request id");
+    tracing::Span::current().record(field, tracing::field::display(value));
 }
 
 #[cfg(test)]
@@ -272,6 +304,34 @@ mod tests {
             err.message(),
             "the request body is 16385 bytes; at most 16384 are accepted"
         );
+    }
+
+    #[tokio::test]
+    async fn a_failure_is_logged_with_the_ids_the_route_recorded() {
+        let handler = |request: Request| async move {
+            crate::auth::Caller::from_request(&request)?;
+            record_id("order", &"o-1");
+            Err::<Response<Body>, _>(ApiError::internal(anyhow::anyhow!("table is gone")))
+        };
+        let request = crate::testing::api_request("GET", "/", "", crate::testing::claims_of("ada"));
+        let (response, log) =
+            crate::testing::logged(async { answer(&handler, request).await }).await;
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let failure = log
+            .lines()
+            .find(|line| line.contains("request failed"))
+            .unwrap();
+        assert!(failure.contains("request{caller=ada order=o-1}"), "{log}");
+        assert!(failure.contains("table is gone"), "{log}");
+    }
+
+    #[tokio::test]
+    async fn a_large_body_is_refused_before_the_route_runs() {
+        let handler = |_: Request| async { panic!("the route must not run") };
+        let mut request = Request::new(Body::Text("x".repeat(MAX_BODY_BYTES + 1)));
+        *request.method_mut() = lambda_http::http::Method::PUT;
+        let response = answer(&handler, request).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[test]

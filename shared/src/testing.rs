@@ -2,7 +2,8 @@
 //! and SQS batches as a consumer receives them.
 
 use crate::consumer::Message;
-use lambda_http::Request;
+use crate::http::ApiError;
+use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 /// An HTTP API (payload 2.0) request; `authorizer` is `requestContext.authorizer`.
@@ -47,4 +48,60 @@ pub(crate) fn batch(bodies: &[String]) -> Vec<Message> {
             body: body.clone(),
         })
         .collect()
+}
+
+/// Runs `future` with a subscriber of its own that writes, as a terminal would show them, every
+/// line at INFO and above and every span as it closes (with its fields); answers the future's
+/// output and all that was written. Spans are made when the future first runs, so pass
+/// `async { route(...).await }` rather than a future already made.
+pub(crate) async fn logged<T>(future: impl std::future::Future<Output = T>) -> (T, String) {
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::fmt::format::FmtSpan;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .without_time()
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let output = {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        future.await
+    };
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    (output, text)
+}
+
+/// A route's answer as the client sees it: the status and the JSON body.
+pub(crate) fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
+    let response = result.unwrap_or_else(ApiError::into_response);
+    let body = serde_json::from_slice(response.body().as_ref()).expect("a JSON body");
+    (response.status().as_u16(), body)
+}
+
+/// Asserts that `answer` refuses with `status` and `code`, its message saying `says`.
+#[track_caller]
+pub(crate) fn assert_refused(answer: &(u16, Value), status: u16, code: &str, says: &str) {
+    let (got, body) = answer;
+    assert_eq!(
+        (*got, body["error"]["code"].as_str()),
+        (status, Some(code)),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(says), "{message:?} does not say {says:?}");
 }

@@ -10,7 +10,7 @@ use super::orders::{
     Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, PendingOrders, find_order,
 };
 use crate::auth::Caller;
-use crate::http::{ApiError, json, parse_body, path_parameter};
+use crate::http::{ApiError, json, parse_body, path_parameter, record_id};
 use crate::ids::{UserId, valid_id};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -38,6 +38,7 @@ fn path_order(request: &Request) -> Result<String, ApiError> {
             "orderId in the path must be 1 to 128 characters of letters, digits, '-', '_' or '.'",
         ));
     }
+    record_id("order", &order_id);
     Ok(order_id)
 }
 
@@ -55,7 +56,6 @@ async fn own_order(
 }
 
 /// `GET /orders/{orderId}`: the caller's order, materialized or `PENDING`; 404 otherwise.
-#[tracing::instrument(skip_all)]
 pub async fn get_order(
     store: &dyn OrderStore,
     pending: &dyn PendingOrders,
@@ -73,7 +73,6 @@ pub async fn get_order(
 }
 
 /// `GET /orders?limit=&cursor=`: the caller's orders, newest first.
-#[tracing::instrument(skip_all)]
 pub async fn list_orders(
     store: &dyn OrderStore,
     request: Request,
@@ -97,7 +96,6 @@ struct PayBody {
 }
 
 /// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`.
-#[tracing::instrument(skip_all)]
 pub async fn pay_order(
     store: &dyn OrderStore,
     request: Request,
@@ -147,7 +145,7 @@ mod tests {
     };
     use crate::seckill::orders::Reservations;
     use crate::seckill::{order_consumer, payment_timeout};
-    use crate::testing::{api_request, claims_of};
+    use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
     use serde_json::Value;
     use std::collections::HashMap;
@@ -177,12 +175,6 @@ mod tests {
         store
     }
 
-    fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
-        let response = result.unwrap_or_else(ApiError::into_response);
-        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
-        (response.status().as_u16(), body)
-    }
-
     fn with_order(request: Request, order: &str) -> Request {
         request.with_path_parameters(HashMap::from([("orderId".to_owned(), order.to_owned())]))
     }
@@ -210,6 +202,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_payment_is_logged_with_its_payer_and_order() {
+        let store = seeded(&[("o1", "alice")]).await;
+        let handler = |request| pay_order(&store, request);
+        let request = with_order(
+            api_request(
+                "POST",
+                "/orders/x/pay",
+                r#"{"method":"ONLINE"}"#,
+                claims_of("alice"),
+            ),
+            "o1",
+        );
+        let (response, log) = logged(async { crate::http::answer(&handler, request).await }).await;
+        assert_eq!(response.status(), 200);
+        assert!(log.contains("request{caller=alice order=o1}"), "{log}");
+    }
+
+    #[tokio::test]
     async fn only_the_owner_sees_an_order() {
         let store = seeded(&[("o1", "alice")]).await;
         let (status, order) = get(&store, "alice", "o1").await;
@@ -232,19 +242,11 @@ mod tests {
         let store = seeded(&[("o1", "alice")]).await;
         let long = "x".repeat(129);
         for id in ["a#b", "a b", "\u{e9}t\u{e9}", long.as_str()] {
-            for (status, body) in [
+            for refused in [
                 get(&store, "alice", id).await,
                 pay(&store, "alice", id, r#"{"method": "COD"}"#).await,
             ] {
-                assert_eq!(status, 400, "{id}: {body}");
-                assert_eq!(body["error"]["code"], "BAD_REQUEST");
-                assert!(
-                    body["error"]["message"]
-                        .as_str()
-                        .unwrap()
-                        .contains("orderId"),
-                    "{body}"
-                );
+                assert_refused(&refused, 400, "BAD_REQUEST", "orderId");
             }
         }
     }

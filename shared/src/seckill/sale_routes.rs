@@ -10,7 +10,7 @@ use super::sale::{
 };
 use crate::auth::Caller;
 use crate::config::{ConfigError, Env};
-use crate::http::{ApiError, json, parse_body, path_parameter};
+use crate::http::{ApiError, json, parse_body, path_parameter, record_id};
 use crate::ids::{OrderId, SaleId};
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
@@ -20,7 +20,10 @@ use time::OffsetDateTime;
 /// The `{id}` of the path.
 fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
     let raw = path_parameter(request, "id")?;
-    SaleId::parse(&raw).map_err(|err| ApiError::bad_request(format!("id in the path: {err}")))
+    let sale = SaleId::parse(&raw)
+        .map_err(|err| ApiError::bad_request(format!("id in the path: {err}")))?;
+    record_id("sale", &sale);
+    Ok(sale)
 }
 
 fn rfc3339_of_ms(ms: i64) -> String {
@@ -63,7 +66,6 @@ fn sale_body(sale: &Sale) -> SaleBody<'_> {
 }
 
 /// `POST /seckill/activities` (admin): creates a draft sale; 201 with it.
-#[tracing::instrument(skip_all)]
 pub async fn create_sale(
     store: &dyn SaleStore,
     request: Request,
@@ -73,12 +75,12 @@ pub async fn create_sale(
     let now = OffsetDateTime::now_utc();
     let new = NewSale::parse(dto, now).map_err(|err| ApiError::bad_request(err.to_string()))?;
     let sale = Sale::draft(SaleId::generate(), new, crate::clock::format(now));
+    record_id("sale", &sale.id);
     store.create(&sale).await.map_err(ApiError::internal)?;
     Ok(json(StatusCode::CREATED, &sale_body(&sale)))
 }
 
 /// `POST /seckill/activities/{id}/publish` (admin): publishes and preheats; idempotent.
-#[tracing::instrument(skip_all)]
 pub async fn publish_sale(
     store: &dyn SaleStore,
     cache: &dyn SaleCache,
@@ -131,7 +133,6 @@ pub const DETAIL_CACHE_CONTROL: &str = "public, max-age=1";
 
 /// `GET /seckill/activities/{id}` (public): the published sale with its live stock and state,
 /// from one Redis round trip.
-#[tracing::instrument(skip_all)]
 pub async fn get_sale(cache: &dyn SaleCache, request: Request) -> Result<Response<Body>, ApiError> {
     let id = path_sale(&request)?;
     let detail = cache
@@ -201,7 +202,6 @@ struct AcceptedBody<'a> {
 
 /// `POST /seckill/activities/{id}/orders` (user): reserves a unit and queues the order;
 /// `202 {orderId, status: "PENDING"}`, the order id naming the sale ([`OrderId`]).
-#[tracing::instrument(skip_all)]
 pub async fn place_order(
     route: &OrderRoute<'_>,
     request: Request,
@@ -209,8 +209,10 @@ pub async fn place_order(
     let caller = Caller::from_request(&request)?;
     let sale_id = path_sale(&request)?;
     let now = OffsetDateTime::now_utc();
+    let order_id = OrderId::generate(&sale_id).to_string();
+    record_id("order", &order_id);
     let reservation = Reservation {
-        order_id: OrderId::generate(&sale_id).to_string(),
+        order_id,
         sale_id,
         user_id: caller.user_id,
         now_ms: epoch_ms(now),
@@ -238,7 +240,7 @@ mod tests {
     use crate::seckill::admission::fake::{MemoryAdmission, MemoryPublisher};
     use crate::seckill::admission::{AdmissionError, Verdict};
     use crate::seckill::sale::fake::MemorySales;
-    use crate::testing::{api_request, claims_of};
+    use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
     use std::collections::HashMap;
@@ -250,12 +252,6 @@ mod tests {
 
     fn with_id(request: Request, id: &str) -> Request {
         request.with_path_parameters(HashMap::from([("id".to_owned(), id.to_owned())]))
-    }
-
-    fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
-        let response = result.unwrap_or_else(ApiError::into_response);
-        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
-        (response.status().as_u16(), body)
     }
 
     fn new_sale_body(starts_in_s: i64) -> String {
@@ -290,28 +286,23 @@ mod tests {
     #[tokio::test]
     async fn a_bad_sale_is_a_400_that_says_why() {
         let sales = MemorySales::default();
-        let mut body: Value = serde_json::from_str(&new_sale_body(0)).unwrap();
-        body["discount"] = json!(10);
-        let request = api_request("POST", "/seckill/activities", &body.to_string(), admin());
-        let (status, answer_body) = answer(create_sale(&sales, request).await);
-        assert_eq!(status, 400);
-        assert!(
-            answer_body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("unknown field `discount`")
-        );
-        body.as_object_mut().unwrap().remove("discount");
-        body["perUserLimit"] = json!(4);
-        let request = api_request("POST", "/seckill/activities", &body.to_string(), admin());
-        let (status, answer_body) = answer(create_sale(&sales, request).await);
-        assert_eq!(status, 400);
-        assert!(
-            answer_body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("perUserLimit")
-        );
+        let field = |name: &str, value: Value| {
+            let mut body: Value = serde_json::from_str(&new_sale_body(0)).unwrap();
+            body[name] = value;
+            body.to_string()
+        };
+        for (body, says) in [
+            (field("discount", json!(10)), "unknown field `discount`"),
+            (field("perUserLimit", json!(4)), "perUserLimit"),
+        ] {
+            let request = api_request("POST", "/seckill/activities", &body, admin());
+            assert_refused(
+                &answer(create_sale(&sales, request).await),
+                400,
+                "BAD_REQUEST",
+                says,
+            );
+        }
     }
 
     #[tokio::test]
@@ -356,6 +347,33 @@ mod tests {
         assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 404);
         let request = with_id(api_request("GET", "/d", "", json!(null)), "nope");
         assert_eq!(answer(get_sale(&sales, request).await).0, 400);
+    }
+
+    #[tokio::test]
+    async fn an_order_is_logged_with_its_buyer_sale_and_order_ids() {
+        let (admission, publisher) = (MemoryAdmission::default(), MemoryPublisher::default());
+        let sale = SaleId::generate();
+        let now = epoch_ms(OffsetDateTime::now_utc());
+        let open = (now - 1_000, now + 60_000, 1, 500, 1);
+        admission.sales.lock().unwrap().insert(sale.clone(), open);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 5,
+        };
+        let handler = |request| place_order(&route, request);
+        let request = with_id(
+            api_request("POST", "/o", "", claims_of("ann")),
+            sale.as_str(),
+        );
+        let (response, log) = logged(async { crate::http::answer(&handler, request).await }).await;
+        let (status, body) = answer(Ok(response));
+        assert_eq!(status, 202, "{body}");
+        let ids = format!(
+            "request{{caller=ann sale={sale} order={}}}",
+            body["orderId"]
+        );
+        assert!(log.contains(&ids.replace('"', "")), "{log}");
     }
 
     #[tokio::test]

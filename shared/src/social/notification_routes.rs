@@ -19,7 +19,6 @@ fn store_error(err: NotificationStoreError) -> ApiError {
 }
 
 /// `GET /notifications?limit=&cursor=`: the caller's notifications, newest first.
-#[tracing::instrument(skip_all)]
 pub async fn list_notifications(
     store: &dyn NotificationStore,
     request: Request,
@@ -54,7 +53,6 @@ struct MarkBody {
 /// `POST /notifications/read` with `{"ids": [...]}` or `{"all": true}`. `all` marks at most
 /// [`MAX_IDS`] per call, the oldest first: the answer's `unreadCount` says what is left, and
 /// the client sends it again until that is 0. One call is at most two transactions.
-#[tracing::instrument(skip_all)]
 pub async fn mark_notifications_read(
     store: &dyn NotificationStore,
     request: Request,
@@ -114,21 +112,15 @@ mod tests {
     use crate::consumer::Message;
     use crate::social::notifications::handle_batch;
     use crate::social::notifications::tests::{MemoryNotifications, follow};
-    use crate::testing::{api_request, claims_of};
+    use crate::testing::{answer, api_request, claims_of};
     use lambda_http::RequestExt;
     use serde_json::Value;
-
-    async fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
-        let response = result.unwrap_or_else(ApiError::into_response);
-        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
-        (response.status().as_u16(), body)
-    }
 
     async fn list(store: &MemoryNotifications, user: &str, query: &str) -> (u16, Value) {
         let mut request = api_request("GET", "/notifications", "", claims_of(user));
         let pairs: std::collections::HashMap<String, String> = url_pairs(query);
         request = request.with_query_string_parameters(pairs);
-        answer(list_notifications(store, request).await).await
+        answer(list_notifications(store, request).await)
     }
 
     fn url_pairs(query: &str) -> std::collections::HashMap<String, String> {
@@ -141,7 +133,7 @@ mod tests {
 
     async fn mark(store: &MemoryNotifications, user: &str, body: &str) -> (u16, Value) {
         let request = api_request("POST", "/notifications/read", body, claims_of(user));
-        answer(mark_notifications_read(store, request).await).await
+        answer(mark_notifications_read(store, request).await)
     }
 
     /// `n` fans' follows of `user`, notified.

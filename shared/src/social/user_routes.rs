@@ -5,7 +5,7 @@ use super::follow::{
 };
 use super::profile::{DisplayName, ProfileStore};
 use crate::auth::Caller;
-use crate::http::{ApiError, json, page_query, parse_body, path_parameter};
+use crate::http::{ApiError, json, page_query, parse_body, path_parameter, record_id};
 use crate::ids::UserId;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -19,7 +19,6 @@ struct PutProfileBody {
 }
 
 /// `PUT /users/me`: creates or renames the caller's profile and answers with it.
-#[tracing::instrument(skip_all)]
 pub async fn put_profile(
     store: &dyn ProfileStore,
     request: Request,
@@ -62,11 +61,13 @@ impl From<FollowError> for ApiError {
 /// The `{userId}` of the path.
 fn path_user(request: &Request) -> Result<UserId, ApiError> {
     let raw = path_parameter(request, "userId")?;
-    UserId::parse(&raw).map_err(|err| ApiError::bad_request(format!("userId in the path: {err}")))
+    let user = UserId::parse(&raw)
+        .map_err(|err| ApiError::bad_request(format!("userId in the path: {err}")))?;
+    record_id("target", &user);
+    Ok(user)
 }
 
 /// `GET /users/{userId}`: a user's profile.
-#[tracing::instrument(skip_all)]
 pub async fn get_user(
     store: &dyn ProfileStore,
     request: Request,
@@ -106,7 +107,6 @@ fn relationship(request: &Request) -> Result<Relationship, ApiError> {
 }
 
 /// `PUT /users/{userId}/follow`: the caller follows the user; idempotent; within `limits`.
-#[tracing::instrument(skip_all)]
 pub async fn follow(
     store: &dyn GraphStore,
     limits: &FollowLimits,
@@ -119,7 +119,6 @@ pub async fn follow(
 
 /// `DELETE /users/{userId}/follow`: the caller stops following the user; idempotent; within
 /// `limits`' rate.
-#[tracing::instrument(skip_all)]
 pub async fn unfollow(
     store: &dyn GraphStore,
     limits: &FollowLimits,
@@ -170,7 +169,6 @@ async fn list(
 }
 
 /// `GET /users/{userId}/followers?limit=&cursor=`: who follows the user, newest first.
-#[tracing::instrument(skip_all)]
 pub async fn list_followers(
     store: &dyn GraphStore,
     request: Request,
@@ -179,7 +177,6 @@ pub async fn list_followers(
 }
 
 /// `GET /users/{userId}/following?limit=&cursor=`: whom the user follows, newest first.
-#[tracing::instrument(skip_all)]
 pub async fn list_following(
     store: &dyn GraphStore,
     request: Request,
@@ -192,7 +189,7 @@ mod tests {
     use super::*;
     use crate::social::follow::fake::MemoryGraph;
     use crate::social::profile::UserStatus;
-    use crate::testing::{api_request, claims_of};
+    use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
     use std::collections::HashMap;
@@ -268,12 +265,6 @@ mod tests {
             .with_query_string_parameters(query)
     }
 
-    async fn answer(result: Result<Response<Body>, ApiError>) -> (u16, Value) {
-        let response = result.unwrap_or_else(ApiError::into_response);
-        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
-        (response.status().as_u16(), body)
-    }
-
     fn graph() -> MemoryGraph {
         MemoryGraph::with_users(&[
             ("ada", UserStatus::Active),
@@ -285,14 +276,14 @@ mod tests {
 
     async fn follow_as(graph: &MemoryGraph, caller: &str, user: &str) -> (u16, Value) {
         let request = routed("PUT", "/users/x/follow", caller, user, &[]);
-        answer(follow(graph, &FollowLimits::DEFAULT, request).await).await
+        answer(follow(graph, &FollowLimits::DEFAULT, request).await)
     }
 
     #[tokio::test]
     async fn get_user_answers_the_profile_404_or_400() {
         let graph = graph();
         let get = |user: &str| routed("GET", "/users/x", "ada", user, &[]);
-        let (status, body) = answer(get_user(&graph, get("bob")).await).await;
+        let (status, body) = answer(get_user(&graph, get("bob")).await);
         assert_eq!(status, 200);
         assert_eq!(body["userId"], "bob");
         assert_eq!(body["displayName"], "name of bob");
@@ -301,22 +292,20 @@ mod tests {
         assert_eq!(body["status"], "ACTIVE");
         assert!(body["createdAt"].is_string());
 
-        let (status, body) = answer(get_user(&graph, get("nobody")).await).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (404, Some("NOT_FOUND"))
-        );
-        let (status, body) = answer(get_user(&graph, get("a#b")).await).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (400, Some("BAD_REQUEST"))
-        );
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("userId")
-        );
+        let refused = answer(get_user(&graph, get("nobody")).await);
+        assert_refused(&refused, 404, "NOT_FOUND", "");
+        let refused = answer(get_user(&graph, get("a#b")).await);
+        assert_refused(&refused, 400, "BAD_REQUEST", "userId");
+    }
+
+    #[tokio::test]
+    async fn a_follow_is_logged_with_who_followed_whom() {
+        let graph = graph();
+        let route = |request| follow(&graph, &FollowLimits::DEFAULT, request);
+        let request = routed("PUT", "/users/x/follow", "ada", "bob", &[]);
+        let (response, log) = logged(async { crate::http::answer(&route, request).await }).await;
+        assert_eq!(response.status(), 200);
+        assert!(log.contains("request{caller=ada target=bob}"), "{log}");
     }
 
     #[tokio::test]
@@ -375,37 +364,21 @@ mod tests {
                 } else {
                     unfollow(graph, &limits, request).await
                 };
-                answer(result).await
+                answer(result)
             }
         };
         let (status, _) = call("PUT", "ada", "bob", limits(100, 1)).await;
         assert_eq!(status, 200);
-        let (status, body) = call("PUT", "ada", "cat", limits(100, 1)).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (409, Some("FOLLOWING_LIMIT_REACHED"))
-        );
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("you already follow 1 users")
-        );
+        let refused = call("PUT", "ada", "cat", limits(100, 1)).await;
+        let says = "you already follow 1 users";
+        assert_refused(&refused, 409, "FOLLOWING_LIMIT_REACHED", says);
         // Three attempts of cat's: the third is over a rate of two a minute.
         for (method, status) in [("PUT", 200), ("DELETE", 200)] {
             assert_eq!(call(method, "cat", "bob", limits(2, 100)).await.0, status);
         }
-        let (status, body) = call("DELETE", "cat", "bob", limits(2, 100)).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (429, Some("RATE_LIMITED"))
-        );
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("too many follows and unfollows: at most 2 a minute")
-        );
+        let refused = call("DELETE", "cat", "bob", limits(2, 100)).await;
+        let says = "too many follows and unfollows: at most 2 a minute";
+        assert_refused(&refused, 429, "RATE_LIMITED", says);
     }
 
     #[tokio::test]
@@ -420,14 +393,14 @@ mod tests {
             )
         };
         for _ in 0..2 {
-            let (status, body) = answer(unfollow_as("ada", "bob").await).await;
+            let (status, body) = answer(unfollow_as("ada", "bob").await);
             assert_eq!(status, 200);
             assert_eq!(
                 body,
                 json!({"followerId": "ada", "followeeId": "bob", "following": false})
             );
         }
-        let (status, body) = answer(unfollow_as("ada", "ada").await).await;
+        let (status, body) = answer(unfollow_as("ada", "ada").await);
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (400, Some("SELF_FOLLOW"))
@@ -446,12 +419,11 @@ mod tests {
                 routed("GET", "/users/x/followers", "ada", user, query),
             )
         };
-        let (status, first) = answer(list_as("bob", &[("limit", "1")]).await).await;
+        let (status, first) = answer(list_as("bob", &[("limit", "1")]).await);
         assert_eq!(status, 200);
         assert_eq!(first["items"].as_array().unwrap().len(), 1);
         let cursor = first["nextCursor"].as_str().unwrap().to_owned();
-        let (status, second) =
-            answer(list_as("bob", &[("limit", "1"), ("cursor", &cursor)]).await).await;
+        let (status, second) = answer(list_as("bob", &[("limit", "1"), ("cursor", &cursor)]).await);
         assert_eq!(status, 200);
         assert_eq!(second["items"].as_array().unwrap().len(), 1);
         assert_ne!(second["items"][0]["userId"], first["items"][0]["userId"]);
@@ -460,23 +432,23 @@ mod tests {
         assert!(item["displayName"].is_string() && item["followedAt"].is_string());
 
         for query in [[("limit", "0")], [("limit", "101")], [("limit", "x")]] {
-            let (status, body) = answer(list_as("bob", &query).await).await;
+            let (status, body) = answer(list_as("bob", &query).await);
             assert_eq!(status, 400);
             assert_eq!(
                 body["error"]["message"],
                 "limit must be an integer from 1 to 100"
             );
         }
-        let (status, body) = answer(list_as("bob", &[("cursor", "%%%")]).await).await;
+        let (status, body) = answer(list_as("bob", &[("cursor", "%%%")]).await);
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (400, Some("BAD_REQUEST"))
         );
-        let (status, _) = answer(list_as("nobody", &[]).await).await;
+        let (status, _) = answer(list_as("nobody", &[]).await);
         assert_eq!(status, 404);
 
         let request = routed("GET", "/users/x/following", "ada", "ada", &[]);
-        let (status, body) = answer(list_following(&graph, request).await).await;
+        let (status, body) = answer(list_following(&graph, request).await);
         assert_eq!(status, 200);
         assert_eq!(body["items"][0]["userId"], "bob");
         assert_eq!(body["nextCursor"], Value::Null);
