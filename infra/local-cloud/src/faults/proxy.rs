@@ -235,12 +235,34 @@ fn fingerprint(operation: &str, mut request: Value) -> u64 {
     if let Some(object) = request.as_object_mut() {
         object.remove("ClientRequestToken");
     }
-    // serde_json's maps are sorted by key, so this text is canonical.
-    let canonical = request.to_string();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     operation.hash(&mut hasher);
-    canonical.hash(&mut hasher);
+    hash_canonical(&request, &mut hasher);
     hasher.finish()
+}
+
+/// Hashes `value` with every object's members in key order, whatever order they came in (and
+/// whether or not serde_json keeps insertion order, as its `preserve_order` feature does).
+fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash as _;
+    match value {
+        Value::Object(members) => {
+            let mut sorted: Vec<_> = members.iter().collect();
+            sorted.sort_unstable_by_key(|(key, _)| *key);
+            for (key, member) in sorted {
+                key.hash(hasher);
+                hash_canonical(member, hasher);
+            }
+            '}'.hash(hasher);
+        }
+        Value::Array(items) => {
+            for item in items {
+                hash_canonical(item, hasher);
+            }
+            ']'.hash(hasher);
+        }
+        scalar => scalar.to_string().hash(hasher),
+    }
 }
 
 /// Whether a DynamoDB error answer is a conflict with an ongoing transaction.
