@@ -103,25 +103,6 @@ where
     results.into_iter().map(|(_, result)| result).collect()
 }
 
-/// Every notification of `api`'s user, newest first, through every page.
-async fn all_notifications(api: &Api) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let path = match &cursor {
-            Some(cursor) => format!("/notifications?limit=100&cursor={cursor}"),
-            None => "/notifications?limit=100".to_owned(),
-        };
-        let (status, body) = api.call("GET", &path, None).await;
-        assert_eq!(status, 200, "{body}");
-        items.extend(body["items"].as_array().unwrap().iter().cloned());
-        match body["nextCursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return items,
-        }
-    }
-}
-
 /// How many followers `user`'s list holds, through every page.
 async fn all_followers(api: &Api, user: &str) -> BTreeSet<String> {
     let mut users = BTreeSet::new();
@@ -238,7 +219,7 @@ async fn a_celebrity_storm_answers_every_follow_and_counts_exactly_under_conflic
     )
     .await;
     eventually(WAIT, "every notification is materialized", || async {
-        (all_notifications(&star).await.len() >= fans).then_some(())
+        (star.all_notifications().await.len() >= fans).then_some(())
     })
     .await;
     storming.store(false, Ordering::Relaxed);
@@ -248,7 +229,7 @@ async fn a_celebrity_storm_answers_every_follow_and_counts_exactly_under_conflic
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counted = follower_count(&star, "star").await as usize;
     let followers = all_followers(&star, "star").await;
-    let notes = all_notifications(&star).await;
+    let notes = star.all_notifications().await;
     let actors: BTreeSet<&str> = notes
         .iter()
         .map(|n| n["actorId"].as_str().unwrap())

@@ -11,10 +11,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 pub(crate) async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
     let api = Api::new(cloud, Some(user));
-    let (status, body) = api
-        .call("PUT", "/users/me", Some(json!({"displayName": user})))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    api.put_profile(user).await;
     api
 }
 

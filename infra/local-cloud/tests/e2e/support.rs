@@ -172,6 +172,38 @@ impl Api {
         };
         (status, json)
     }
+
+    /// Creates or updates the user's profile, which must answer 200; answers the profile.
+    pub async fn put_profile(&self, display_name: &str) -> Value {
+        let (status, body) = self
+            .call(
+                "PUT",
+                "/users/me",
+                Some(serde_json::json!({ "displayName": display_name })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Every notification of the user, newest first, through every page.
+    pub async fn all_notifications(&self) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(cursor) => format!("/notifications?limit=100&cursor={cursor}"),
+                None => "/notifications?limit=100".to_owned(),
+            };
+            let (status, body) = self.call("GET", &path, None).await;
+            assert_eq!(status, 200, "{body}");
+            items.extend(body["items"].as_array().unwrap().iter().cloned());
+            match body["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return items,
+            }
+        }
+    }
 }
 
 /// Polls `probe` until it answers `Some`, or panics after `timeout` with `what`.
