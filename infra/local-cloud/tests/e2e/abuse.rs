@@ -118,15 +118,8 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
         ("\u{200B}", "title must not contain U+200B"),
         ("\u{3164}\u{3164}", "title must not contain U+3164"),
     ] {
-        let mut body = sale_body();
-        body["title"] = json!(title);
         let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| body["title"] = json!(title))
             .await;
         assert_error(&answer, 400, "BAD_REQUEST", names, title);
     }
@@ -134,15 +127,8 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
         ("Cafe\u{0301} crème", "Café crème"),
         ("限时抢购 手机", "限时抢购 手机"),
     ] {
-        let mut body = sale_body();
-        body["title"] = json!(title);
         let (status, sale) = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| body["title"] = json!(title))
             .await;
         assert_eq!(
             (status, sale["title"].as_str()),

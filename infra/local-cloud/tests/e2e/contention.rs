@@ -442,11 +442,7 @@ async fn an_order_whose_first_consumer_attempts_fail_is_still_confirmed() {
     let cloud = start(options).await;
     let sale = open_sale(&cloud, 2, 1).await;
     let buyer = Api::new(&cloud, Some("late"));
-    let (status, body) = buyer
-        .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let order = body["orderId"].as_str().unwrap().to_owned();
+    let order = buyer.place_order(&sale).await;
 
     let failing_until = Instant::now() + Duration::from_secs(6);
     let mut released = 0;

@@ -64,6 +64,23 @@ impl Raw {
         assert!(status < 500, "{method} {path}: {status} {body}");
         (status, body)
     }
+
+    /// Asks, with `operator`'s authorization, for a sale of [`sale_body`] as `change` leaves it.
+    pub(crate) async fn create_sale(
+        &self,
+        operator: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> (u16, Value) {
+        let mut body = sale_body();
+        change(&mut body);
+        self.send(
+            "POST",
+            "/seckill/activities",
+            Some(operator),
+            body.to_string(),
+        )
+        .await
+    }
 }
 
 pub(crate) fn bearer(token: &str) -> String {
@@ -244,17 +261,8 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
         ("discount", json!(10), "unknown field `discount`"),
     ];
     for (field, value, names) in sale_cases {
-        let mut body = sale_body();
-        body[field] = value;
-        let what = format!("{field} = {}", body[field]);
-        let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
-            .await;
+        let what = format!("{field} = {value}");
+        let answer = raw.create_sale(&operator, |body| body[field] = value).await;
         assert_error(&answer, 400, "BAD_REQUEST", names, &what);
     }
     for (starts, ends, names) in [
@@ -279,16 +287,11 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
             "endsAt must be after startsAt",
         ),
     ] {
-        let mut body = sale_body();
-        body["startsAt"] = json!(starts);
-        body["endsAt"] = json!(ends);
         let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| {
+                body["startsAt"] = json!(starts);
+                body["endsAt"] = json!(ends);
+            })
             .await;
         assert_error(
             &answer,
@@ -585,23 +588,11 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
     let cloud = start(options(&unique_stack())).await;
     let raw = Raw::new(&cloud);
     let operator = Api::admin(&cloud, "operator");
-    let (status, sale) = operator
-        .call("POST", "/seckill/activities", Some(sale_body()))
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let sale = sale["id"].as_str().unwrap().to_owned();
-    let (status, body) = operator
-        .call("POST", &format!("/seckill/activities/{sale}/publish"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let sale = crate::seckill::create_and_publish(&operator, sale_body()).await;
 
     let ann = Api::new(&cloud, Some("ann"));
     let bob = Api::new(&cloud, Some("bob"));
-    let (status, placed) = ann
-        .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
-        .await;
-    assert_eq!(status, 202, "{placed}");
-    let order = placed["orderId"].as_str().unwrap().to_owned();
+    let order = ann.place_order(&sale).await;
     // A well-formed order id that exists nowhere: what bob must see for ann's, byte for byte.
     let unknown = format!("{sale}.{}", uuid::Uuid::now_v7().simple());
     let (_, unknown_answer) = bob.call("GET", &format!("/orders/{unknown}"), None).await;

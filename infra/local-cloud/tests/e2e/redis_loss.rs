@@ -7,7 +7,7 @@
 //! other test.
 
 use crate::seckill::{buyers, crowd, dynamodb_stock, open_sale, order_status, settled};
-use crate::support::{Api, eventually, options, report, sdk, start, unique_stack};
+use crate::support::{Api, eventually, options, report, start, unique_stack};
 use local_cloud::cloud::LocalCloud;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
@@ -74,11 +74,7 @@ impl OwnRedis {
     }
 
     async fn flushall(&self) {
-        let mut connection = redis::Client::open(self.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut connection = crate::support::redis_connection(&self.url()).await;
         let _: () = redis::cmd("FLUSHALL")
             .query_async(&mut connection)
             .await
@@ -145,21 +141,8 @@ pub(crate) async fn redis_stock_is(cloud: &LocalCloud, sale: &str, expected: i64
 
 /// `units` of the buyer's item in the commerce table: what DynamoDB counts the user holds.
 async fn dynamodb_units(cloud: &LocalCloud, sale: &str, buyer: &str) -> i64 {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let table = crate::support::table(cloud, "CommerceTable");
-    let item = aws_sdk_dynamodb::Client::new(&sdk().await)
-        .get_item()
-        .table_name(table)
-        .key(
-            "pk",
-            AttributeValue::S(format!("SALE#{sale}#BUYER#{buyer}")),
-        )
-        .key("sk", AttributeValue::S("BUYER".into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item;
+    let item =
+        crate::support::commerce_item(cloud, format!("SALE#{sale}#BUYER#{buyer}"), "BUYER").await;
     item.and_then(|item| item.get("units")?.as_n().ok()?.parse().ok())
         .unwrap_or(0)
 }

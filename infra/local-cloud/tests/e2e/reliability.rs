@@ -329,11 +329,7 @@ async fn a_failing_order_queue_answers_503_and_keeps_no_reservation() {
     }
     // Every reservation was given back: the stock is whole and nothing is pending.
     assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 3);
-    let mut redis = redis::Client::open(std::env::var("REDIS_URL").unwrap())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = crate::support::redis_connection(&std::env::var("REDIS_URL").unwrap()).await;
     let pending: usize = redis::cmd("HLEN")
         .arg(format!("sale:{{{sale}}}:pending"))
         .query_async(&mut redis)

@@ -111,23 +111,8 @@ pub(crate) async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
 
 /// The sale's stock as DynamoDB, the final guard, counts it.
 pub(crate) async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
-    let table = crate::support::table(cloud, "CommerceTable");
-    let item = aws_sdk_dynamodb::Client::new(&sdk().await)
-        .get_item()
-        .table_name(table)
-        .key(
-            "pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("SALE#{sale}")),
-        )
-        .key(
-            "sk",
-            aws_sdk_dynamodb::types::AttributeValue::S("SALE".into()),
-        )
-        .consistent_read(true)
-        .send()
+    let item = crate::support::commerce_item(cloud, format!("SALE#{sale}"), "SALE")
         .await
-        .unwrap()
-        .item
         .unwrap();
     item["stockRemaining"].as_n().unwrap().parse().unwrap()
 }
@@ -174,11 +159,7 @@ async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
     let sale = open_sale(&cloud, 10, 1).await;
     let (first, _) = crowd(&cloud, &sale, &buyers("early", 6)).await;
     assert_eq!(first.len(), 6);
-    let mut redis = redis::Client::open(std::env::var("REDIS_URL").unwrap())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = crate::support::redis_connection(&std::env::var("REDIS_URL").unwrap()).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("sale:{{{sale}}}:*"))
         .query_async(&mut redis)

@@ -186,6 +186,15 @@ impl Api {
         body
     }
 
+    /// Places one order of one unit on `sale`, which must be accepted; answers its id.
+    pub async fn place_order(&self, sale: &str) -> String {
+        let (status, body) = self
+            .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
+            .await;
+        assert_eq!(status, 202, "{body}");
+        body["orderId"].as_str().unwrap().to_owned()
+    }
+
     /// Every notification of the user, newest first, through every page.
     pub async fn all_notifications(&self) -> Vec<Value> {
         let mut items = Vec::new();
@@ -204,6 +213,34 @@ impl Api {
             }
         }
     }
+}
+
+/// A connection to the Redis at `url`.
+pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The item under (`pk`, `sk`) in the stack's commerce table, read consistently.
+pub async fn commerce_item(
+    cloud: &LocalCloud,
+    pk: String,
+    sk: &str,
+) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    aws_sdk_dynamodb::Client::new(&sdk().await)
+        .get_item()
+        .table_name(table(cloud, "CommerceTable"))
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
 }
 
 /// Polls `probe` until it answers `Some`, or panics after `timeout` with `what`.
