@@ -44,7 +44,7 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for spec in &cloud.model.functions {
         let started = Instant::now();
-        let (sent, result) = match spec.events.iter().find_map(http_route) {
+        let (sent, result) = match spec.events.iter().find_map(EventSpec::as_http) {
             Some(route) => {
                 let (method, path) = request_line(route);
                 let sent = format!("{method} {path}");
@@ -72,13 +72,6 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
         });
     }
     outcomes
-}
-
-fn http_route(event: &EventSpec) -> Option<&HttpRoute> {
-    match event {
-        EventSpec::Http(route) => Some(route),
-        _ => None,
-    }
 }
 
 /// The route's method (`ANY` becomes `GET`) and its path with every `{param}` and `{proxy+}`

@@ -123,11 +123,7 @@ impl Gateway {
                     .map(|authorizer| identity_source(&authorizer.identity_source))
                     .transpose()
                     .with_context(|| format!("route {} {}", route.spec.method, route.spec.path))?;
-                let route_key = if route.spec.path == "$default" {
-                    "$default".into()
-                } else {
-                    format!("{} {}", route.spec.method, route.spec.path).into()
-                };
+                let route_key = route.spec.key().into();
                 Ok(Target {
                     route_key,
                     function: route.function,

@@ -32,9 +32,7 @@ fn every_consumed_queue_hides_a_message_for_six_function_timeouts() {
                 continue;
             };
             let queue = model
-                .queues
-                .iter()
-                .find(|q| q.logical_id == source.queue_logical_id)
+                .queue(&source.queue_logical_id)
                 .expect("the event's queue is in the template");
             let visibility: u64 = queue.attributes["VisibilityTimeout"].parse().unwrap();
             let timeout = function.timeout.as_secs();

@@ -41,26 +41,16 @@ fn project(pairs: &[(&str, &str)]) -> anyhow::Result<Model> {
 
 fn function<'m>(model: &'m Model, id: &str) -> &'m FunctionSpec {
     model
-        .functions
-        .iter()
-        .find(|f| f.logical_id == id)
+        .function(id)
         .unwrap_or_else(|| panic!("function {id}"))
 }
 
 fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
-    model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == id)
-        .unwrap_or_else(|| panic!("queue {id}"))
+    model.queue(id).unwrap_or_else(|| panic!("queue {id}"))
 }
 
 fn table<'m>(model: &'m Model, id: &str) -> &'m TableSpec {
-    model
-        .tables
-        .iter()
-        .find(|t| t.logical_id == id)
-        .unwrap_or_else(|| panic!("table {id}"))
+    model.table(id).unwrap_or_else(|| panic!("table {id}"))
 }
 
 fn url(name: &str) -> String {
@@ -80,26 +70,13 @@ fn jwt(name: &str) -> Option<JwtAuthorizer> {
 
 fn routes(model: &Model) -> BTreeMap<String, Option<RouteThrottle>> {
     model
-        .functions
-        .iter()
-        .flat_map(|f| &f.events)
-        .filter_map(|event| match event {
-            EventSpec::Http(HttpRoute {
-                method,
-                path,
-                throttle,
-                ..
-            }) => Some((format!("{method} {path}"), *throttle)),
-            _ => None,
-        })
+        .http_routes()
+        .map(|route| (route.key(), route.throttle))
         .collect()
 }
 
 fn limit(rate_per_second: f64, burst: u32) -> Option<RouteThrottle> {
-    Some(RouteThrottle {
-        rate_per_second,
-        burst,
-    })
+    Some(RouteThrottle::new(rate_per_second, burst))
 }
 
 #[test]
@@ -118,10 +95,7 @@ fn project_template_loads() {
         path: "/users/me".into(),
         authorizer: jwt("CognitoJwt"),
         // The stage default (throttling's own tests cover the rest).
-        throttle: Some(RouteThrottle {
-            rate_per_second: 4_000.0,
-            burst: 2_000,
-        }),
+        throttle: limit(4_000.0, 2_000),
     })));
     for function in &model.functions {
         assert!(
@@ -313,14 +287,8 @@ fn the_redis_routes_reserve_concurrency_unless_set_to_zero() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let model = load(&path, &overrides, &names()).unwrap();
-        ["GetSaleFunction", "PlaceOrderFunction"].map(|id| {
-            model
-                .functions
-                .iter()
-                .find(|f| f.logical_id == id)
-                .unwrap()
-                .reserved_concurrency
-        })
+        ["GetSaleFunction", "PlaceOrderFunction"]
+            .map(|id| function(&model, id).reserved_concurrency)
     };
     assert_eq!(reserved(&[]), [Some(50), Some(100)]);
     assert_eq!(

@@ -74,24 +74,11 @@ pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
 
 /// The physical name of a table, and the URL of a queue, by logical id.
 pub fn table(cloud: &LocalCloud, logical_id: &str) -> String {
-    cloud
-        .model
-        .tables
-        .iter()
-        .find(|t| t.logical_id == logical_id)
-        .unwrap()
-        .name
-        .clone()
+    cloud.model.table(logical_id).unwrap().name.clone()
 }
 
 pub fn queue_url(cloud: &LocalCloud, logical_id: &str) -> String {
-    let queue = cloud
-        .model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == logical_id)
-        .unwrap();
-    queue.url.clone()
+    cloud.model.queue(logical_id).unwrap().url.clone()
 }
 
 pub async fn sdk() -> aws_config::SdkConfig {

@@ -53,11 +53,7 @@ fn load(path: &Path, stack: &str) -> Model {
 }
 
 fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
-    model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == id)
-        .unwrap_or_else(|| panic!("queue {id}"))
+    model.queue(id).unwrap_or_else(|| panic!("queue {id}"))
 }
 
 fn queue_arn(name: &str) -> String {
