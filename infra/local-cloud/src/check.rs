@@ -211,22 +211,39 @@ fn pre_token_generation_event(trigger: &CognitoTrigger) -> serde_json::Value {
         .next()
         .unwrap_or("1");
     let sub = uuid::Uuid::new_v4().to_string();
+    sign_in_event(
+        version,
+        "us-east-1_SamCheck00",
+        "samcheckclient000000000000",
+        &sub,
+    )
+}
+
+/// A pre token generation event (event `version` "1", "2", ...) of user `sub`, in no group,
+/// signing in with a password to `user_pool_id` through `client_id`: what `check` and the
+/// benchmarks send a Cognito trigger.
+pub fn sign_in_event(
+    version: &str,
+    user_pool_id: &str,
+    client_id: &str,
+    sub: &str,
+) -> serde_json::Value {
     json!({
         "version": version,
         "triggerSource": "TokenGeneration_Authentication",
         "region": "us-east-1",
-        "userPoolId": "us-east-1_SamCheck00",
+        "userPoolId": user_pool_id,
         "userName": sub,
         "callerContext": {
             "awsSdkVersion": "aws-sdk-unknown-unknown",
-            "clientId": "samcheckclient000000000000"
+            "clientId": client_id
         },
         "request": {
             "userAttributes": {
                 "sub": sub,
                 "cognito:user_status": "CONFIRMED",
                 "email_verified": "true",
-                "email": "sam-check@example.com"
+                "email": format!("{sub}@example.com")
             },
             "groupConfiguration": {
                 "groupsToOverride": [],

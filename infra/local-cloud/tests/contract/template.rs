@@ -75,10 +75,6 @@ fn routes(model: &Model) -> BTreeMap<String, Option<RouteThrottle>> {
         .collect()
 }
 
-fn limit(rate_per_second: f64, burst: u32) -> Option<RouteThrottle> {
-    Some(RouteThrottle::new(rate_per_second, burst))
-}
-
 #[test]
 fn project_template_loads() {
     let model = project(&[]).expect("template.yaml loads");
@@ -95,7 +91,7 @@ fn project_template_loads() {
         path: "/users/me".into(),
         authorizer: jwt("CognitoJwt"),
         // The stage default (throttling's own tests cover the rest).
-        throttle: limit(4_000.0, 2_000),
+        throttle: Some(RouteThrottle::new(4_000.0, 2_000)),
     })));
     for function in &model.functions {
         assert!(
@@ -250,14 +246,14 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
     let served = routes(&model);
     let detail = served["GET /seckill/activities/{id}"].expect("the detail route's limit");
     let orders = served["POST /seckill/activities/{id}/orders"].expect("place-order's limit");
-    assert_eq!(detail, limit(1_000.0, 500).unwrap());
-    assert_eq!(orders, limit(3_000.0, 1_500).unwrap());
+    assert_eq!(detail, RouteThrottle::new(1_000.0, 500));
+    assert_eq!(orders, RouteThrottle::new(3_000.0, 1_500));
     for (key, throttle) in &served {
         let throttle = throttle.unwrap_or_else(|| panic!("{key} has no limit"));
         if !key.starts_with("GET /seckill/activities/{id}")
             && !key.starts_with("POST /seckill/activities/{id}/orders")
         {
-            assert_eq!(throttle, limit(4_000.0, 2_000).unwrap(), "{key}");
+            assert_eq!(throttle, RouteThrottle::new(4_000.0, 2_000), "{key}");
             assert!(throttle.rate_per_second > orders.rate_per_second, "{key}");
         }
     }
@@ -274,7 +270,7 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
     .unwrap();
     assert_eq!(
         routes(&overridden)["GET /seckill/activities/{id}"],
-        limit(2.0, 4)
+        Some(RouteThrottle::new(2.0, 4))
     );
 }
 
