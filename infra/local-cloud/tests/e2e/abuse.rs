@@ -5,7 +5,7 @@
 
 use crate::follow::sign_up;
 use crate::hostile::{Raw, WAIT, assert_error, bearer, rfc3339, sale_body, user_token};
-use crate::support::{Api, eventually, options, report, start, unique_stack};
+use crate::support::{Api, eventually, options, report, start, start_with, unique_stack};
 use serde_json::json;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -151,12 +151,7 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
 #[tokio::test]
 async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transactions() {
     const FUNCTION: &str = "MarkNotificationsReadFunction";
-    let mut options = options(&unique_stack());
-    options
-        .faults
-        .add(&format!("{FUNCTION}:proxy"))
-        .expect("a valid switch");
-    let cloud = start(options).await;
+    let cloud = start_with(&[&format!("{FUNCTION}:proxy")], &[]).await;
     let eve = sign_up(&cloud, "eve").await;
     let fay = sign_up(&cloud, "fay").await;
     let (status, body) = eve.call("PUT", "/users/fay/follow", None).await;

@@ -12,7 +12,8 @@
 use crate::follow::{follower_count, sign_up};
 use crate::seckill::{buyers, dynamodb_stock, open_sale, order_status, settled};
 use crate::support::{
-    Api, eventually, options, queue_depth, queue_url, report, sdk, start, table, unique_stack,
+    Api, eventually, options, queue_depth, queue_url, report, sdk, start, start_with, table,
+    unique_stack,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -434,12 +435,11 @@ async fn an_order_whose_first_consumer_attempts_fail_is_still_confirmed() {
     // consumer fails its writes for 6 s (about three of its five receives) while reconcile
     // runs every second; with a grace equal to the visibility timeout (as it used to be) the reservation
     // would be released and the order REJECTED when the consumer recovers.
-    let mut options = options(&unique_stack());
-    options
-        .faults
-        .add("OrderConsumerFunction:dynamodb.TransactWriteItems:fail=1")
-        .unwrap();
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &["OrderConsumerFunction:dynamodb.TransactWriteItems:fail=1"],
+        &[],
+    )
+    .await;
     let sale = open_sale(&cloud, 2, 1).await;
     let buyer = Api::new(&cloud, Some("late"));
     let order = buyer.place_order(&sale).await;

@@ -1,8 +1,8 @@
 //! The follow product end to end: follow, the outbox relay, notifications and counters.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_depth, queue_url, report, sdk, start, table,
-    unique_stack,
+    Api, eventually, function_named, options, queue_depth, queue_url, report, sdk, start,
+    start_with, table, unique_stack,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -204,15 +204,15 @@ fn error_of(answer: &(u16, Value)) -> (u16, &str, &str) {
 #[tokio::test]
 async fn a_follow_burst_meets_the_rate_limit_and_the_following_cap_its_409() {
     const RATE: usize = 8;
-    let mut options = options(&unique_stack());
     // Small limits, so that a test meets them: the parameters as an operator sets them.
-    options
-        .parameter_overrides
-        .insert("FollowRatePerMinute".to_owned(), RATE.to_string());
-    options
-        .parameter_overrides
-        .insert("MaxFollowing".to_owned(), "3".to_owned());
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &[],
+        &[
+            ("FollowRatePerMinute", &RATE.to_string()),
+            ("MaxFollowing", "3"),
+        ],
+    )
+    .await;
     for user in ["t0", "t1", "t2", "t3"] {
         sign_up(&cloud, user).await;
     }

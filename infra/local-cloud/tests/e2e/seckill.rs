@@ -2,7 +2,7 @@
 //! payment windows, and Redis losing its data mid-sale.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_url, sdk, start, unique_stack,
+    Api, eventually, function_named, options, queue_url, sdk, start, start_with, unique_stack,
 };
 use local_cloud::cloud::{CloudOptions, LocalCloud};
 use serde_json::{Value, json};
@@ -254,11 +254,7 @@ async fn every_order_event_delivered_twice_yields_one_order() {
 
 #[tokio::test]
 async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
-    let mut short_window = options(&unique_stack());
-    short_window
-        .parameter_overrides
-        .insert("PaymentWindowSeconds".to_owned(), "2".to_owned());
-    let cloud = start(short_window).await;
+    let cloud = start_with(&[], &[("PaymentWindowSeconds", "2")]).await;
     let sale = open_sale(&cloud, 1, 1).await;
 
     let (first, _) = crowd(&cloud, &sale, &buyers("slow", 1)).await;

@@ -60,6 +60,24 @@ pub async fn start(options: CloudOptions) -> LocalCloud {
         .expect("the local cloud starts")
 }
 
+/// Starts the project template on a stack of its own with these fault switches (as
+/// `--fault` takes them) on and these template parameters overridden.
+pub async fn start_with(faults: &[&str], parameters: &[(&str, &str)]) -> LocalCloud {
+    let mut options = options(&unique_stack());
+    for switch in faults {
+        options
+            .faults
+            .add(switch)
+            .unwrap_or_else(|err| panic!("fault switch {switch}: {err:#}"));
+    }
+    for (name, value) in parameters {
+        options
+            .parameter_overrides
+            .insert((*name).to_owned(), (*value).to_owned());
+    }
+    start(options).await
+}
+
 /// The logical id of the function built from `binary`.
 pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
     cloud
