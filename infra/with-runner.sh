@@ -30,12 +30,9 @@ stop_runner() {
     return 0
 }
 trap stop_runner EXIT
-for _ in $(seq 1 300); do
-    grep -q "ready on" "$log" && break
-    kill -0 "$runner" 2>/dev/null || { echo "the local cloud did not start:" >&2; cat "$log" >&2; exit 1; }
-    sleep 0.2
-done
-grep -q "ready on" "$log" || { echo "the local cloud did not get ready in 60 s:" >&2; cat "$log" >&2; exit 1; }
+# shellcheck source=infra/wait-ready.sh
+. infra/wait-ready.sh
+wait_ready "$log" "ready on" "$runner" 60 "the local cloud" || exit 1
 export LOCAL_CLOUD_URL="http://127.0.0.1:$port"
 echo "local cloud up on $LOCAL_CLOUD_URL (log: $log)"
 "$@" "$LOCAL_CLOUD_URL"

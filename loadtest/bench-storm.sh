@@ -40,12 +40,9 @@ if [[ ${1:-} == --with-emulators ]]; then
         return 0
     }
     trap cleanup EXIT
-    for _ in $(seq 1 300); do
-        grep -q "ready on" "$log" && break
-        kill -0 "$runner" 2>/dev/null || { cat "$log"; exit 1; }
-        sleep 0.2
-    done
-    grep -q "ready on" "$log" || { echo "the runner did not get ready"; cat "$log"; exit 1; }
+    # shellcheck source=infra/wait-ready.sh
+    . infra/wait-ready.sh
+    wait_ready "$log" "ready on" "$runner" 60 "the runner" || exit 1
     # CPU sampler: cumulative CPU seconds per command name, once a second.
     (
         while true; do

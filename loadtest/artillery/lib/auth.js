@@ -23,6 +23,9 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+// At most a few admin calls at a time: the admin API's default quotas are tens of requests
+// per second.
+const { forEachLimited } = require('./common');
 
 const DEFAULT_LOCAL_SECRET = 'local-cloud-dev-secret'; // not a secret: see jwt.rs
 const LOCAL_ISSUER = 'local-cloud';
@@ -290,19 +293,6 @@ async function deleteUsers(usernames) {
   }
   console.log(`  ${deleted.size} Cognito load-test users deleted${failed.length ? `, ${failed.length} could not be` : ''}`);
   return failed;
-}
-
-// Runs fn over items, at most `limit` at a time (the admin API's default quotas are tens of
-// requests per second).
-async function forEachLimited(items, limit, fn) {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i], i);
-    }
-  });
-  await Promise.all(workers);
 }
 
 // ---------------------------------------------------------------- the interface
