@@ -23,15 +23,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 target/debug/local-cloud up --template template.yaml --binaries-dir target/debug --quiet \
     --address "127.0.0.1:$port" --stack-name "smoke$$" >"$log" 2>&1 &
 runner=$!
-stop_runner() {
-    set +e
-    kill -INT "$runner" 2>/dev/null
-    wait "$runner" 2>/dev/null
-    return 0
-}
-trap stop_runner EXIT
-# shellcheck source=infra/wait-ready.sh
-. infra/wait-ready.sh
+# shellcheck source=infra/background.sh
+. infra/background.sh
+trap 'stop_pid INT "$runner"' EXIT
 wait_ready "$log" "ready on" "$runner" 60 "the local cloud" || exit 1
 export LOCAL_CLOUD_URL="http://127.0.0.1:$port"
 echo "local cloud up on $LOCAL_CLOUD_URL (log: $log)"

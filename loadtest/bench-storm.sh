@@ -29,19 +29,13 @@ if [[ ${1:-} == --with-emulators ]]; then
         --stack-name "storm$$" >"$log" 2>&1 &
     runner=$!
     sampler=
+    # shellcheck source=infra/background.sh
+    . infra/background.sh
     cleanup() {
-        set +e # a killed child's status must not end the cleanup before the runner is stopped
-        if [[ -n $sampler ]]; then
-            kill "$sampler" 2>/dev/null
-            wait "$sampler" 2>/dev/null
-        fi
-        kill -INT "$runner" 2>/dev/null
-        wait "$runner" 2>/dev/null
-        return 0
+        [[ -z $sampler ]] || stop_pid TERM "$sampler"
+        stop_pid INT "$runner"
     }
     trap cleanup EXIT
-    # shellcheck source=infra/wait-ready.sh
-    . infra/wait-ready.sh
     wait_ready "$log" "ready on" "$runner" 60 "the runner" || exit 1
     # CPU sampler: cumulative CPU seconds per command name, once a second.
     (

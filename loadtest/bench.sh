@@ -43,15 +43,9 @@ if [[ ${1:-} == --with-emulators ]]; then
     mkdir -p "$work"
     "target/$profile/aws-stub" --address "127.0.0.1:$stub_port" >"$work/stub.log" 2>&1 &
     stub=$!
-    cleanup() {
-        set +e
-        kill "$stub" 2>/dev/null
-        wait "$stub" 2>/dev/null
-        return 0
-    }
-    trap cleanup EXIT
-    # shellcheck source=infra/wait-ready.sh
-    . infra/wait-ready.sh
+    # shellcheck source=infra/background.sh
+    . infra/background.sh
+    trap 'stop_pid TERM "$stub"' EXIT
     wait_ready "$work/stub.log" "listening" "$stub" 5 "aws-stub" || exit 1
     # The functions and the runners get the stub, never the emulator.
     unset "${!AWS_ENDPOINT_URL@}"

@@ -70,15 +70,19 @@ fn mib(kb: Option<u64>) -> String {
     kb.map_or("n/a".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
 }
 
-fn peak_kb(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
-    let through_runner = part2.and_then(|part2| {
+/// The peak memory of `cold`'s binary when it served through the runner (part 2), if measured.
+fn peak_kb_through_runner(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
+    part2.and_then(|part2| {
         part2
             .rows
             .iter()
             .find(|row| row.measured.binary == cold.binary)
             .and_then(|row| row.measured.vm_hwm_kb)
-    });
-    cold.vm_hwm_kb.max(through_runner)
+    })
+}
+
+fn peak_kb(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
+    cold.vm_hwm_kb.max(peak_kb_through_runner(cold, part2))
 }
 
 /// How many MiB of something a function takes.
@@ -339,13 +343,7 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
     let mut ordered: Vec<&ColdStart> = part1.iter().collect();
     ordered.sort_by_key(|c| (!is_baseline(&c.binary), c.binary.clone()));
     for cold in ordered {
-        let through_runner = part2.and_then(|part2| {
-            part2
-                .rows
-                .iter()
-                .find(|row| row.measured.binary == cold.binary)
-                .and_then(|row| row.measured.vm_hwm_kb)
-        });
+        let through_runner = peak_kb_through_runner(cold, part2);
         let ratio = cold.percentile(0.5) / floor;
         let flag = |bad: bool| if bad { " ✗" } else { "" };
         let size = cold.stripped_bytes.unwrap_or(cold.size_bytes) as f64 / MIB;

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the scripts that start a local server in the background and wait for it.
+# Sourced by the scripts that start a local server in the background, wait for it and stop
+# it by its PID.
 #
 # wait_ready LOG PATTERN PID SECONDS NAME: waits until LOG has a line matching PATTERN,
 # polling five times a second for SECONDS at most; fails with the log on stderr if process
@@ -19,4 +20,11 @@ wait_ready() {
     echo "$name did not get ready in $seconds s:" >&2
     cat "$log" >&2
     return 1
+}
+
+# stop_pid SIGNAL PID: sends SIGNAL (INT, TERM, ...) to PID and waits until it has exited,
+# whatever it answers; never fails, so that a cleanup goes on to its next process.
+stop_pid() {
+    kill "-$1" "$2" 2>/dev/null || true
+    wait "$2" 2>/dev/null || true
 }
