@@ -12,8 +12,7 @@ use time::OffsetDateTime;
 
 #[tokio::test]
 async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_accepted() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let user = "textrules";
     let token = bearer(&user_token(user, &[]));
     let operator = bearer(&user_token("operator", &["admin"]));
@@ -154,8 +153,7 @@ async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transa
     let cloud = start_with(&[&format!("{FUNCTION}:proxy")], &[]).await;
     let eve = sign_up(&cloud, "eve").await;
     let fay = sign_up(&cloud, "fay").await;
-    let (status, body) = eve.call("PUT", "/users/fay/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    eve.follow("fay").await;
     let real = eventually(WAIT, "fay is notified", || async {
         let (_, body) = fay.call("GET", "/notifications", None).await;
         body["items"][0]["notificationId"]

@@ -32,6 +32,13 @@ impl Raw {
         }
     }
 
+    /// A local cloud of the project template on a stack of its own, and a raw client of it.
+    pub(crate) async fn start() -> (LocalCloud, Self) {
+        let cloud = start(options(&unique_stack())).await;
+        let raw = Self::new(&cloud);
+        (cloud, raw)
+    }
+
     /// Sends a request; answers the status and the body as JSON (a string if it is not JSON).
     /// No answer is ever a 5xx: whatever a caller sends, the system keeps working.
     pub(crate) async fn send(
@@ -147,8 +154,7 @@ pub(crate) fn sale_body() -> Value {
 
 #[tokio::test]
 async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let alice = bearer(&user_token("alice", &[]));
     let operator = bearer(&user_token("operator", &["admin"]));
     sign_up(&cloud, "alice").await;
@@ -395,8 +401,7 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
     let bob = sign_up(&cloud, "bob").await;
     let carol = sign_up(&cloud, "carol").await;
     for fan in [&bob, &carol] {
-        let (status, body) = fan.call("PUT", "/users/alice/follow", None).await;
-        assert_eq!(status, 200, "{body}");
+        fan.follow("alice").await;
     }
     let (status, page) = raw
         .send("GET", "/users/alice/followers?limit=1", Some(&alice), "")
@@ -471,8 +476,7 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
 
 #[tokio::test]
 async fn tokens_and_roles_are_checked_before_anything_is_done() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let secret = DEFAULT_LOCAL_SECRET.as_bytes();
     let now = now_unix();
     let claims = |exp: u64| {
@@ -585,8 +589,7 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
 
 #[tokio::test]
 async fn no_user_reads_or_pays_another_users_order_or_notifications() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let operator = Api::admin(&cloud, "operator");
     let sale = crate::seckill::create_and_publish(&operator, sale_body()).await;
 
@@ -639,8 +642,7 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
     // Notifications are the caller's only: the route has no user in its path at all.
     let cat = sign_up(&cloud, "cat").await;
     let dan = sign_up(&cloud, "dan").await;
-    let (status, body) = cat.call("PUT", "/users/dan/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    cat.follow("dan").await;
     let notification = eventually(WAIT, "dan is notified", || async {
         let (status, body) = dan.call("GET", "/notifications", None).await;
         assert_eq!(status, 200, "{body}");
@@ -693,8 +695,7 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
 
 #[tokio::test]
 async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let user = bearer(&user_token("bulky", &[]));
     let admin = bearer(&user_token("ops", &["admin"]));
     // Well-formed JSON, padded past the limit: refused for its size, not its content.

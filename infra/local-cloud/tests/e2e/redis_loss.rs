@@ -139,6 +139,25 @@ pub(crate) async fn redis_stock_is(cloud: &LocalCloud, sale: &str, expected: i64
     .await;
 }
 
+/// Every one of `buyers` orders at once and is admitted by Redis; each order then settles as
+/// `status` (CONFIRMED, or REJECTED by DynamoDB when Redis admitted a buyer it forgot), and
+/// joins `accepted`.
+async fn admitted_and_settled(
+    cloud: &LocalCloud,
+    sale: &str,
+    buyers: &[String],
+    status: &str,
+    accepted: &mut Vec<(String, String)>,
+) {
+    let (admitted, rejected) = crowd(cloud, sale, buyers).await;
+    assert_eq!(admitted.len(), buyers.len(), "{rejected:?}");
+    assert_eq!(
+        settled(cloud, &admitted).await,
+        BTreeMap::from([(status.to_owned(), buyers.len())])
+    );
+    accepted.extend(admitted);
+}
+
 /// `units` of the buyer's item in the commerce table: what DynamoDB counts the user holds.
 async fn dynamodb_units(cloud: &LocalCloud, sale: &str, buyer: &str) -> i64 {
     let item =
@@ -183,13 +202,7 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
 
     // a0..a4 buy their one unit each.
     let first = buyers("a", 5);
-    let (bought, rejected) = crowd(&cloud, &sale, &first).await;
-    assert_eq!(bought.len(), 5, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &bought).await,
-        BTreeMap::from([("CONFIRMED".to_owned(), 5)])
-    );
-    accepted.extend(bought);
+    admitted_and_settled(&cloud, &sale, &first, "CONFIRMED", &mut accepted).await;
 
     // FLUSHALL: until the sale is preheated again, orders find no sale.
     redis.flushall().await;
@@ -200,22 +213,11 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     redis_stock_is(&cloud, &sale, STOCK - 5).await;
 
     // Redis forgot who bought: a0..a4 are admitted again, and DynamoDB refuses them.
-    let (again, rejected) = crowd(&cloud, &sale, &first).await;
-    assert_eq!(again.len(), 5, "Redis admits them again: {rejected:?}");
-    assert_eq!(
-        settled(&cloud, &again).await,
-        BTreeMap::from([("REJECTED".to_owned(), 5)])
-    );
-    accepted.extend(again);
+    admitted_and_settled(&cloud, &sale, &first, "REJECTED", &mut accepted).await;
     // Their units are given back to Redis: new buyers get them.
     redis_stock_is(&cloud, &sale, STOCK - 5).await;
-    let (fresh, rejected) = crowd(&cloud, &sale, &buyers("n", 3)).await;
-    assert_eq!(fresh.len(), 3, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &fresh).await,
-        BTreeMap::from([("CONFIRMED".to_owned(), 3)])
-    );
-    accepted.extend(fresh);
+    let fresh = buyers("n", 3);
+    admitted_and_settled(&cloud, &sale, &fresh, "CONFIRMED", &mut accepted).await;
     assert_eq!(dynamodb_stock(&cloud, &sale).await, STOCK - 8);
 
     // kill -9, then an empty redis-server on the same port.
@@ -251,13 +253,8 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     redis_stock_is(&cloud, &sale, STOCK - 8).await;
 
     // Forgotten again: a0 and a1 are admitted and refused; then the last units sell.
-    let (again, rejected) = crowd(&cloud, &sale, &buyers("a", 2)).await;
-    assert_eq!(again.len(), 2, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &again).await,
-        BTreeMap::from([("REJECTED".to_owned(), 2)])
-    );
-    accepted.extend(again);
+    let again = buyers("a", 2);
+    admitted_and_settled(&cloud, &sale, &again, "REJECTED", &mut accepted).await;
     redis_stock_is(&cloud, &sale, STOCK - 8).await;
     let (last, rejected) = crowd(&cloud, &sale, &buyers("m", 4)).await;
     assert_eq!(last.len(), 2, "{rejected:?}");

@@ -121,10 +121,15 @@ pub(crate) fn buyers(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
-fn without_order_consumer(cloud: &LocalCloud, stack: &str) -> CloudOptions {
-    let mut options = options(stack);
-    options.disabled_sources = vec![function_named(cloud, "order-consumer")];
-    options
+/// A fresh stack, and its options with the order consumer not running (a probe start of the
+/// stack names the function that runs it); `options(&stack)` runs it again.
+async fn without_order_consumer() -> (String, CloudOptions) {
+    let stack = unique_stack();
+    let probe = start(options(&stack)).await;
+    let mut held = options(&stack);
+    held.disabled_sources = vec![function_named(&probe, "order-consumer")];
+    probe.stop().await;
+    (stack, held)
 }
 
 #[tokio::test]
@@ -148,10 +153,7 @@ async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
 
 #[tokio::test]
 async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
-    let stack = unique_stack();
-    let probe = start(options(&stack)).await;
-    let held = without_order_consumer(&probe, &stack);
-    probe.stop().await;
+    let (stack, held) = without_order_consumer().await;
 
     // Orders are admitted while the consumer is down, so DynamoDB has counted none of them
     // when Redis loses the sale.
@@ -193,10 +195,7 @@ async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
 
 #[tokio::test]
 async fn every_order_event_delivered_twice_yields_one_order() {
-    let stack = unique_stack();
-    let probe = start(options(&stack)).await;
-    let held = without_order_consumer(&probe, &stack);
-    probe.stop().await;
+    let (stack, held) = without_order_consumer().await;
 
     let cloud = start(held).await;
     let sale = open_sale(&cloud, 5, 1).await;

@@ -191,6 +191,15 @@ impl Api {
         body
     }
 
+    /// Follows `user`, which must answer 200; answers the relationship.
+    pub async fn follow(&self, user: &str) -> Value {
+        let (status, body) = self
+            .call("PUT", &format!("/users/{user}/follow"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// Places one order of one unit on `sale`, which must be accepted; answers its id.
     pub async fn place_order(&self, sale: &str) -> String {
         let (status, body) = self
