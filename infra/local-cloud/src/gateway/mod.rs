@@ -309,12 +309,16 @@ mod tests {
 
     #[test]
     fn bearer_is_stripped_case_insensitively() {
-        assert_eq!(strip_bearer("Bearer abc"), "abc");
-        assert_eq!(strip_bearer("bearer  abc "), "abc");
-        assert_eq!(strip_bearer("BEARER abc"), "abc");
-        assert_eq!(strip_bearer("abc"), "abc");
-        assert_eq!(strip_bearer("Bearer"), "Bearer");
-        assert_eq!(strip_bearer(""), "");
+        for (header, token) in [
+            ("Bearer abc", "abc"),
+            ("bearer  abc ", "abc"),
+            ("BEARER abc", "abc"),
+            ("abc", "abc"),
+            ("Bearer", "Bearer"),
+            ("", ""),
+        ] {
+            assert_eq!(strip_bearer(header), token, "{header:?}");
+        }
     }
 
     #[test]

@@ -191,21 +191,23 @@ impl Api {
         body
     }
 
-    /// Follows `user`, which must answer 200; answers the relationship.
-    pub async fn follow(&self, user: &str) -> Value {
-        let (status, body) = self
-            .call("PUT", &format!("/users/{user}/follow"), None)
-            .await;
-        assert_eq!(status, 200, "{body}");
+    /// Sends a request without a body, which must answer `expected`; answers the body.
+    pub async fn expect(&self, method: &str, path: &str, expected: u16) -> Value {
+        let (status, body) = self.call(method, path, None).await;
+        assert_eq!(status, expected, "{method} {path}: {body}");
         body
+    }
+
+    /// Follows `user`; answers the relationship.
+    pub async fn follow(&self, user: &str) -> Value {
+        self.expect("PUT", &format!("/users/{user}/follow"), 200)
+            .await
     }
 
     /// Places one order of one unit on `sale`, which must be accepted; answers its id.
     pub async fn place_order(&self, sale: &str) -> String {
-        let (status, body) = self
-            .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
-            .await;
-        assert_eq!(status, 202, "{body}");
+        let path = format!("/seckill/activities/{sale}/orders");
+        let body = self.expect("POST", &path, 202).await;
         body["orderId"].as_str().unwrap().to_owned()
     }
 
