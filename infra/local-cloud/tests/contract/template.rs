@@ -187,30 +187,24 @@ fn parameter_overrides_apply_and_bad_values_are_rejected() {
         "60"
     );
 
-    let err = format!(
-        "{:#}",
-        project(&[("EnvironmentName", "staging")]).unwrap_err()
-    );
-    assert!(err.contains("parameter EnvironmentName"), "{err}");
-    assert!(
-        err.contains("\"staging\" is not one of the AllowedValues"),
-        "{err}"
-    );
-
-    let err = format!(
-        "{:#}",
-        project(&[("PaymentWindowSeconds", "901")]).unwrap_err()
-    );
-    assert!(
-        err.contains("parameter PaymentWindowSeconds: the value 901 is outside"),
-        "{err}"
-    );
-    let err = format!(
-        "{:#}",
-        project(&[("PaymentWindowSeconds", "soon")]).unwrap_err()
-    );
-    assert!(err.contains("\"soon\" is not a number"), "{err}");
-
+    // A refused override, and what its message must say.
+    for (name, value, says) in [
+        ("EnvironmentName", "staging", "parameter EnvironmentName"),
+        (
+            "EnvironmentName",
+            "staging",
+            "\"staging\" is not one of the AllowedValues",
+        ),
+        (
+            "PaymentWindowSeconds",
+            "901",
+            "parameter PaymentWindowSeconds: the value 901 is outside",
+        ),
+        ("PaymentWindowSeconds", "soon", "\"soon\" is not a number"),
+    ] {
+        let err = format!("{:#}", project(&[(name, value)]).unwrap_err());
+        assert!(err.contains(says), "{name}={value}: {err}");
+    }
     let err = format!("{:#}", project(&[("Nope", "1")]).unwrap_err());
     assert!(
         err.ends_with("parameter override Nope: the template has no such parameter"),

@@ -33,6 +33,20 @@ async fn clients() -> Clients {
     }
 }
 
+impl Clients {
+    async fn provision(&self, model: &Model) -> anyhow::Result<()> {
+        provision(model, &self.dynamodb, &self.sqs).await
+    }
+}
+
+/// The emulator's clients, a stack name no other test uses (`prefix` and a random part) and
+/// the template at `path` loaded under it.
+async fn fresh(path: &Path, prefix: &str) -> (Clients, String, Model) {
+    let stack = unique(prefix);
+    let model = load(path, &stack);
+    (clients().await, stack, model)
+}
+
 fn region() -> String {
     endpoint("AWS_REGION")
 }
@@ -90,13 +104,9 @@ fn redrive_policy(attributes: &BTreeMap<String, String>) -> serde_json::Value {
 
 #[tokio::test]
 async fn fixture_template_provisions_tables_and_queues_idempotently() {
-    let clients = clients().await;
-    let stack = unique("fx");
-    let model = load(&fixture_template(), &stack);
+    let (clients, stack, model) = fresh(&fixture_template(), "fx").await;
 
-    provision(&model, &clients.dynamodb, &clients.sqs)
-        .await
-        .expect("first provisioning");
+    clients.provision(&model).await.expect("first provisioning");
     let table = format!("{stack}-ItemsTable");
     clients
         .dynamodb
@@ -107,7 +117,8 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
         .send()
         .await
         .expect("put an item");
-    provision(&model, &clients.dynamodb, &clients.sqs)
+    clients
+        .provision(&model)
         .await
         .expect("provisioning again changes nothing and fails on nothing");
 
@@ -197,14 +208,11 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
 
 #[tokio::test]
 async fn project_template_provisions_streams_and_redrive_policies() {
-    let clients = clients().await;
-    let stack = unique("pj");
-    let model = load(&project_template(), &stack);
+    let (clients, stack, model) = fresh(&project_template(), "pj").await;
 
-    provision(&model, &clients.dynamodb, &clients.sqs)
-        .await
-        .expect("first provisioning");
-    provision(&model, &clients.dynamodb, &clients.sqs)
+    clients.provision(&model).await.expect("first provisioning");
+    clients
+        .provision(&model)
         .await
         .expect("second provisioning");
 
@@ -263,7 +271,8 @@ async fn a_queue_url_the_emulator_does_not_give_is_an_error() {
     wrong.sqs_endpoint = "http://sqs.example.invalid:1".into();
     let model = template::load(&fixture_template(), &BTreeMap::new(), &wrong).unwrap();
 
-    let err = provision(&model, &clients.dynamodb, &clients.sqs)
+    let err = clients
+        .provision(&model)
         .await
         .expect_err("the URLs cannot match");
     let err = format!("{err:#}");
