@@ -108,12 +108,16 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
 
     clients.provision(&model).await.expect("first provisioning");
     let table = format!("{stack}-ItemsTable");
+    // An item written between the two provisionings, which the second must keep.
+    let kept = std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S("kept".into())),
+        ("sk".to_owned(), AttributeValue::S("across runs".into())),
+    ]);
     clients
         .dynamodb
         .put_item()
         .table_name(&table)
-        .item("pk", AttributeValue::S("kept".into()))
-        .item("sk", AttributeValue::S("across runs".into()))
+        .set_item(Some(kept.clone()))
         .send()
         .await
         .expect("put an item");
@@ -126,8 +130,7 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
         .dynamodb
         .get_item()
         .table_name(&table)
-        .key("pk", AttributeValue::S("kept".into()))
-        .key("sk", AttributeValue::S("across runs".into()))
+        .set_key(Some(kept))
         .send()
         .await
         .expect("get the item");
