@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeyType, ProjectionType, StreamViewType, TimeToLiveStatus,
+    AttributeValue, KeyType, ProjectionType, StreamViewType, TableDescription, TimeToLiveStatus,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use local_cloud::model::{Model, QueueSpec};
@@ -36,6 +36,18 @@ async fn clients() -> Clients {
 impl Clients {
     async fn provision(&self, model: &Model) -> anyhow::Result<()> {
         provision(model, &self.dynamodb, &self.sqs).await
+    }
+
+    /// The description of `table`, which must exist.
+    async fn describe(&self, table: &str) -> TableDescription {
+        let described = self
+            .dynamodb
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .unwrap_or_else(|err| panic!("table {table}: {err:?}"));
+        described.table.expect("a description")
     }
 }
 
@@ -139,14 +151,7 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
         "re-provisioning keeps the table's data"
     );
 
-    let described = clients
-        .dynamodb
-        .describe_table()
-        .table_name(&table)
-        .send()
-        .await
-        .expect("the table exists");
-    let description = described.table().expect("a description");
+    let description = clients.describe(&table).await;
     let keys: Vec<_> = description
         .key_schema()
         .iter()
@@ -219,14 +224,7 @@ async fn project_template_provisions_streams_and_redrive_policies() {
         .await
         .expect("second provisioning");
 
-    let social = clients
-        .dynamodb
-        .describe_table()
-        .table_name(format!("{stack}-SocialTable"))
-        .send()
-        .await
-        .expect("the social table exists");
-    let social = social.table().expect("a description");
+    let social = clients.describe(&format!("{stack}-SocialTable")).await;
     let stream = social.stream_specification().expect("a stream");
     assert!(stream.stream_enabled());
     assert_eq!(
