@@ -231,6 +231,11 @@ impl Api {
     }
 }
 
+/// An answer's status and error code (`None` when its body names none).
+pub fn status_and_code(answer: &(u16, Value)) -> (u16, Option<&str>) {
+    (answer.0, answer.1["error"]["code"].as_str())
+}
+
 /// A connection to the Redis at `url`.
 pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)
