@@ -165,13 +165,12 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
         .filter(|c| c.invocations_failed > 0)
         .map(|c| format!("{} ({} failed)", c.binary, c.invocations_failed))
         .collect();
-    if !invocation_failures.is_empty() {
-        let _ = writeln!(
-            out,
-            "- Part 1 invocations off the happy path: {}",
-            invocation_failures.join(", ")
-        );
-    }
+    line_if_any(
+        &mut out,
+        "- Part 1 invocations off the happy path: ",
+        &invocation_failures,
+        ", ",
+    );
     if let Some(part2) = part2 {
         let hello = part2.hello_rps();
         let ratio = |row: &&Part2Row| row.measured.report.requests_per_second / hello;
@@ -458,13 +457,12 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
                 )
             })
             .collect();
-        if !statuses.is_empty() {
-            let _ = writeln!(
-                out,
-                "\nStatuses where some were unexpected:\n\n{}",
-                statuses.join("\n")
-            );
-        }
+        line_if_any(
+            &mut out,
+            "\nStatuses where some were unexpected:\n\n",
+            &statuses,
+            "\n",
+        );
     }
     let _ = writeln!(
         out,
@@ -475,6 +473,13 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
         let _ = writeln!(out, "\n{}", notes.trim_end());
     }
     out
+}
+
+/// `heading` and `items` joined by `separator`, as a line of `out`, unless there is no item.
+fn line_if_any(out: &mut String, heading: &str, items: &[String], separator: &str) {
+    if !items.is_empty() {
+        let _ = writeln!(out, "{heading}{}", items.join(separator));
+    }
 }
 
 fn row(out: &mut String, label: &str, measured: &Throughput, hello: f64, calls: &str) {
