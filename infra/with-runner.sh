@@ -23,19 +23,10 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 target/debug/local-cloud up --template template.yaml --binaries-dir target/debug --quiet \
     --address "127.0.0.1:$port" --stack-name "smoke$$" >"$log" 2>&1 &
 runner=$!
-stop_runner() {
-    set +e
-    kill -INT "$runner" 2>/dev/null
-    wait "$runner" 2>/dev/null
-    return 0
-}
-trap stop_runner EXIT
-for _ in $(seq 1 300); do
-    grep -q "ready on" "$log" && break
-    kill -0 "$runner" 2>/dev/null || { echo "the local cloud did not start:" >&2; cat "$log" >&2; exit 1; }
-    sleep 0.2
-done
-grep -q "ready on" "$log" || { echo "the local cloud did not get ready in 60 s:" >&2; cat "$log" >&2; exit 1; }
+# shellcheck source=infra/background.sh
+. infra/background.sh
+trap 'stop_pid INT "$runner"' EXIT
+wait_ready "$log" "ready on" "$runner" 60 "the local cloud" || exit 1
 export LOCAL_CLOUD_URL="http://127.0.0.1:$port"
 echo "local cloud up on $LOCAL_CLOUD_URL (log: $log)"
 "$@" "$LOCAL_CLOUD_URL"

@@ -29,23 +29,14 @@ if [[ ${1:-} == --with-emulators ]]; then
         --stack-name "storm$$" >"$log" 2>&1 &
     runner=$!
     sampler=
+    # shellcheck source=infra/background.sh
+    . infra/background.sh
     cleanup() {
-        set +e # a killed child's status must not end the cleanup before the runner is stopped
-        if [[ -n $sampler ]]; then
-            kill "$sampler" 2>/dev/null
-            wait "$sampler" 2>/dev/null
-        fi
-        kill -INT "$runner" 2>/dev/null
-        wait "$runner" 2>/dev/null
-        return 0
+        [[ -z $sampler ]] || stop_pid TERM "$sampler"
+        stop_pid INT "$runner"
     }
     trap cleanup EXIT
-    for _ in $(seq 1 300); do
-        grep -q "ready on" "$log" && break
-        kill -0 "$runner" 2>/dev/null || { cat "$log"; exit 1; }
-        sleep 0.2
-    done
-    grep -q "ready on" "$log" || { echo "the runner did not get ready"; cat "$log"; exit 1; }
+    wait_ready "$log" "ready on" "$runner" 60 "the runner" || exit 1
     # CPU sampler: cumulative CPU seconds per command name, once a second.
     (
         while true; do

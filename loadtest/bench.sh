@@ -43,19 +43,10 @@ if [[ ${1:-} == --with-emulators ]]; then
     mkdir -p "$work"
     "target/$profile/aws-stub" --address "127.0.0.1:$stub_port" >"$work/stub.log" 2>&1 &
     stub=$!
-    cleanup() {
-        set +e
-        kill "$stub" 2>/dev/null
-        wait "$stub" 2>/dev/null
-        return 0
-    }
-    trap cleanup EXIT
-    for _ in $(seq 1 50); do
-        grep -q "listening" "$work/stub.log" && break
-        kill -0 "$stub" 2>/dev/null || { cat "$work/stub.log"; exit 1; }
-        sleep 0.1
-    done
-    grep -q "listening" "$work/stub.log" || { echo "aws-stub did not start"; exit 1; }
+    # shellcheck source=infra/background.sh
+    . infra/background.sh
+    trap 'stop_pid TERM "$stub"' EXIT
+    wait_ready "$work/stub.log" "listening" "$stub" 5 "aws-stub" || exit 1
     # The functions and the runners get the stub, never the emulator.
     unset "${!AWS_ENDPOINT_URL@}"
     "target/$profile/bench" --binaries-dir "target/$profile" \

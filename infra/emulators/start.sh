@@ -23,9 +23,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-state_show=${LOCAL_STATE:-.local/dev}
-state=$state_show
-[[ $state == /* ]] || state="$root/$state"
+# shellcheck source=infra/emulators/state.sh
+. "$here/state.sh"
 env_file="$state/emulators.env"
 python=${PYTHON:-python3}
 moto_python="$root/.local/venv/moto/bin/python"
@@ -135,18 +134,9 @@ PYTHON=$python "$root/infra/python/ensure-venv.sh" moto
 if ! command -v redis-server >/dev/null 2>&1; then
     command -v apt-get >/dev/null 2>&1 ||
         die "redis-server not found; install Redis (e.g. 'brew install redis' or 'dnf install redis')"
-    sudo=""
-    [[ $(id -u) -ne 0 ]] && sudo="sudo"
-    echo "installing redis-server with apt-get ..." >&2
-    apt_log=$(mktemp)
-    if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update &&
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server; } \
-        >"$apt_log" 2>&1; then
-        cat "$apt_log" >&2
-        rm -f "$apt_log"
-        die "apt-get install redis-server failed"
-    fi
-    rm -f "$apt_log"
+    # shellcheck source=infra/apt-install.sh
+    . "$root/infra/apt-install.sh"
+    apt_install redis-server || die "apt-get install redis-server failed"
     command -v redis-server >/dev/null 2>&1 || die "redis-server still not on PATH after apt-get install"
 fi
 

@@ -9,9 +9,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-state_show=${LOCAL_STATE:-.local/dev}
-state=$state_show
-[[ $state == /* ]] || state="$root/$state"
+# shellcheck source=infra/emulators/state.sh
+. "$here/state.sh"
 
 # shellcheck source=infra/emulators/processes.sh
 . "$here/processes.sh"

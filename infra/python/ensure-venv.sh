@@ -65,16 +65,10 @@ if ! "$venv/bin/python" -c '' >/dev/null 2>&1; then
     rm -rf "$venv"
     # Debian and Ubuntu ship python3 without ensurepip; venv creation needs python3-venv.
     if ! "$python" -c 'import ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-        sudo=""
-        [[ $(id -u) -ne 0 ]] && sudo="sudo"
-        echo "installing python3-venv with apt-get ..." >&2
-        apt_log=$(mktemp)
-        if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update &&
-            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv; } \
-            >"$apt_log" 2>&1; then
-            cat "$apt_log" >&2
-        fi
-        rm -f "$apt_log"
+        # shellcheck source=infra/apt-install.sh
+        . "$root/infra/apt-install.sh"
+        # A failure shows in the venv creation below, with apt-get's output above it.
+        apt_install python3-venv || true
     fi
     if ! "$python" -m venv "$venv" >&2; then
         rm -rf "$venv"

@@ -41,13 +41,18 @@
 //! own overhead, a floor that no real endpoint reaches.
 
 use anyhow::Context;
+use app::ids::UserId;
+use app::seckill::keys::{ORDER_SK, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk};
+use app::social::keys::{
+    NOTIFICATION_STATE_SK, PROFILE_SK, edge_index_sk, follow_sk, followers_pk, following_pk,
+    notification_sk, notifications_pk, user_pk,
+};
+use app::social::notifications::{FOLLOW, TARGET_USER};
 use bytes::Bytes;
 use clap::Parser;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
 use md5::{Digest, Md5};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -55,7 +60,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
-use time::macros::format_description;
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -94,13 +98,20 @@ fn n(value: impl ToString) -> Value {
     json!({ "N": value.to_string() })
 }
 
-/// A time in the tables' fixed-width format, `offset` seconds from now.
+/// A time in the tables' format (app's), `offset` seconds from now.
 fn at(offset_seconds: i64) -> String {
-    (OffsetDateTime::now_utc() + time::Duration::seconds(offset_seconds))
-        .format(format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-        ))
-        .expect("a UTC time formats")
+    app::clock::format(OffsetDateTime::now_utc() + time::Duration::seconds(offset_seconds))
+}
+
+/// The user of an id taken from a key; `None` for what cannot be a user id.
+fn user_id(raw: &str) -> Option<UserId> {
+    UserId::parse(raw).ok()
+}
+
+/// The id in a key of the form `<KIND>#<id>`, the form of every partition key of the tables
+/// (which kind it is, the caller asks app's key functions).
+fn key_id(key: &str) -> Option<&str> {
+    key.split_once('#').map(|(_, id)| id)
 }
 
 fn hex32(seed: u64) -> String {
@@ -112,12 +123,12 @@ fn string_of<'a>(attributes: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 impl Stub {
-    fn profile(user: &str, display_name: Option<&str>) -> Attributes {
+    fn profile(user: &UserId, display_name: Option<&str>) -> Attributes {
         let mut item = Map::new();
-        item.insert("pk".into(), s(format!("USER#{user}")));
-        item.insert("sk".into(), s("PROFILE"));
+        item.insert("pk".into(), s(user_pk(user)));
+        item.insert("sk".into(), s(PROFILE_SK));
         item.insert("entity".into(), s("PROFILE"));
-        item.insert("userId".into(), s(user));
+        item.insert("userId".into(), s(user.as_str()));
         item.insert(
             "displayName".into(),
             s(display_name.map_or_else(|| format!("User {user}"), str::to_owned)),
@@ -129,25 +140,25 @@ impl Stub {
         item
     }
 
-    fn edge(follower: &str, followee: &str, followed_at: &str) -> Attributes {
+    fn edge(follower: &UserId, followee: &UserId, followed_at: &str) -> Attributes {
         let mut item = Map::new();
-        item.insert("pk".into(), s(format!("USER#{follower}")));
-        item.insert("sk".into(), s(format!("FOLLOWS#{followee}")));
+        item.insert("pk".into(), s(user_pk(follower)));
+        item.insert("sk".into(), s(follow_sk(followee)));
         item.insert("entity".into(), s("FOLLOW"));
-        item.insert("followerId".into(), s(follower));
-        item.insert("followeeId".into(), s(followee));
+        item.insert("followerId".into(), s(follower.as_str()));
+        item.insert("followeeId".into(), s(followee.as_str()));
         item.insert("followedAt".into(), s(followed_at));
-        item.insert("gsi1pk".into(), s(format!("FOLLOWERS#{followee}")));
-        item.insert("gsi1sk".into(), s(format!("{followed_at}#{follower}")));
-        item.insert("gsi2pk".into(), s(format!("FOLLOWING#{follower}")));
-        item.insert("gsi2sk".into(), s(format!("{followed_at}#{followee}")));
+        item.insert("gsi1pk".into(), s(followers_pk(followee)));
+        item.insert("gsi1sk".into(), s(edge_index_sk(followed_at, follower)));
+        item.insert("gsi2pk".into(), s(following_pk(follower)));
+        item.insert("gsi2sk".into(), s(edge_index_sk(followed_at, followee)));
         item
     }
 
     fn sale(id: &str) -> Attributes {
         let mut item = Map::new();
-        item.insert("pk".into(), s(format!("SALE#{id}")));
-        item.insert("sk".into(), s("SALE"));
+        item.insert("pk".into(), s(sale_pk(id)));
+        item.insert("sk".into(), s(SALE_SK));
         item.insert("entity".into(), s("SALE"));
         item.insert("saleId".into(), s(id));
         item.insert("productId".into(), s("p-bench"));
@@ -169,30 +180,30 @@ impl Stub {
             .split_once('.')
             .map_or(LISTED_SALE, |(sale, _)| sale);
         let mut item = Map::new();
-        item.insert("pk".into(), s(format!("ORDER#{order_id}")));
-        item.insert("sk".into(), s("ORDER"));
+        item.insert("pk".into(), s(order_pk(order_id)));
+        item.insert("sk".into(), s(ORDER_SK));
         item.insert("orderId".into(), s(order_id));
         item.insert("saleId".into(), s(sale_id));
         item.insert("userId".into(), s(user));
         item.insert("priceCents".into(), n(19_900));
         item.insert("status".into(), s("CONFIRMED"));
         item.insert("createdAt".into(), s(created_at));
-        item.insert("gsi1pk".into(), s(format!("USER#{user}")));
-        item.insert("gsi1sk".into(), s(format!("{created_at}#{order_id}")));
+        item.insert("gsi1pk".into(), s(user_orders_pk(user)));
+        item.insert("gsi1sk".into(), s(user_orders_sk(created_at, order_id)));
         item
     }
 
-    fn notification(recipient: &str, index: u64) -> Attributes {
+    fn notification(recipient: &UserId, index: u64) -> Attributes {
         let created_at = at(-60 * (index as i64 + 1));
         let id = format!("{created_at}_{}", hex32(index));
         let mut item = Map::new();
-        item.insert("pk".into(), s(format!("NOTIF#{recipient}")));
-        item.insert("sk".into(), s(format!("{created_at}#{id}")));
+        item.insert("pk".into(), s(notifications_pk(recipient)));
+        item.insert("sk".into(), s(notification_sk(&created_at, &id)));
         item.insert("notificationId".into(), s(&id));
-        item.insert("type".into(), s("FOLLOW"));
+        item.insert("type".into(), s(FOLLOW));
         item.insert("actorId".into(), s(format!("user-{index:05}")));
-        item.insert("targetType".into(), s("USER"));
-        item.insert("targetId".into(), s(recipient));
+        item.insert("targetType".into(), s(TARGET_USER));
+        item.insert("targetId".into(), s(recipient.as_str()));
         item.insert("createdAt".into(), s(created_at));
         item.insert("read".into(), json!({ "BOOL": false }));
         item
@@ -202,23 +213,32 @@ impl Stub {
     fn item_for(&self, key: &Value) -> Option<Attributes> {
         let pk = string_of(key, "pk")?;
         let sk = string_of(key, "sk")?;
-        let (kind, id) = pk.split_once('#')?;
-        match (kind, sk) {
-            ("USER", "PROFILE") => Some(Self::profile(id, None)),
-            ("USER", "NOTIFSTATE") => {
-                let mut item = Map::new();
-                item.insert("pk".into(), s(pk));
-                item.insert("sk".into(), s(sk));
-                item.insert("unreadCount".into(), n(3));
-                Some(item)
-            }
-            ("USER", edge) if edge.starts_with("FOLLOWS#") => {
-                Some(Self::edge(id, &edge["FOLLOWS#".len()..], &at(-60)))
-            }
-            ("SALE", "SALE") => Some(Self::sale(id)),
-            ("ORDER", "ORDER") => Some(Self::order(id, &self.order_owner, &at(-30))),
-            _ => None,
+        let id = key_id(pk)?;
+        if let Some(user) = user_id(id).filter(|user| pk == user_pk(user)) {
+            return match sk {
+                PROFILE_SK => Some(Self::profile(&user, None)),
+                NOTIFICATION_STATE_SK => {
+                    let mut item = Map::new();
+                    item.insert("pk".into(), s(pk));
+                    item.insert("sk".into(), s(sk));
+                    item.insert("unreadCount".into(), n(3));
+                    Some(item)
+                }
+                edge => {
+                    let followee = key_id(edge)
+                        .and_then(user_id)
+                        .filter(|followee| edge == follow_sk(followee))?;
+                    Some(Self::edge(&user, &followee, &at(-60)))
+                }
+            };
         }
+        if pk == sale_pk(id) && sk == SALE_SK {
+            return Some(Self::sale(id));
+        }
+        if pk == order_pk(id) && sk == ORDER_SK {
+            return Some(Self::order(id, &self.order_owner, &at(-30)));
+        }
+        None
     }
 
     fn page_size(request: &Value) -> usize {
@@ -234,25 +254,32 @@ impl Stub {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let size = Self::page_size(request);
-        let (kind, id) = partition.split_once('#').unwrap_or(("", ""));
-        let items: Vec<Attributes> = (0..size as u64)
-            .map(|i| {
-                let other = format!("user-{i:05}");
-                // Newest first, as the functions ask (ScanIndexForward false).
-                let followed_at = at(-60 * (i as i64 + 1));
-                match kind {
-                    "FOLLOWERS" => Some(Self::edge(&other, id, &followed_at)),
-                    "FOLLOWING" => Some(Self::edge(id, &other, &followed_at)),
-                    "NOTIF" => Some(Self::notification(id, i)),
-                    "USER" => Some(Self::order(
-                        &format!("{LISTED_SALE}.{}", hex32(i)),
-                        id,
-                        &followed_at,
-                    )),
-                    _ => None,
-                }
+        let items: Vec<Attributes> = key_id(partition)
+            .and_then(user_id)
+            .and_then(|user| {
+                (0..size as u64)
+                    .map(|i| {
+                        let other = user_id(&format!("user-{i:05}")).expect("a valid user id");
+                        // Newest first, as the functions ask (ScanIndexForward false).
+                        let followed_at = at(-60 * (i as i64 + 1));
+                        if partition == followers_pk(&user) {
+                            Some(Self::edge(&other, &user, &followed_at))
+                        } else if partition == following_pk(&user) {
+                            Some(Self::edge(&user, &other, &followed_at))
+                        } else if partition == notifications_pk(&user) {
+                            Some(Self::notification(&user, i))
+                        } else if partition == user_orders_pk(user.as_str()) {
+                            Some(Self::order(
+                                &format!("{LISTED_SALE}.{}", hex32(i)),
+                                user.as_str(),
+                                &followed_at,
+                            ))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect::<Option<_>>()
             })
-            .collect::<Option<_>>()
             .unwrap_or_default();
         json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() })
     }
@@ -505,36 +532,32 @@ async fn main() -> anyhow::Result<()> {
     });
     println!("aws-stub listening on http://{}", listener.local_addr()?);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => accepted?,
-            _ = tokio::signal::ctrl_c() => break,
-            _ = terminate.recv() => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let stub = stub.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let stub = stub.clone();
-                async move {
-                    match stub.answer(request).await {
-                        Ok(response) => Ok::<_, std::convert::Infallible>(response),
-                        Err(err) => Ok(reply(
-                            StatusCode::BAD_REQUEST,
-                            "application/x-amz-json-1.0",
-                            json!({
-                                "__type": "com.amazon.coral.validate#ValidationException",
-                                "message": format!("{err:#}"),
-                            }),
-                        )),
-                    }
-                }
-            });
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let stopped = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    };
+    local_cloud::loopback::serve_until(
+        listener,
+        stub.clone(),
+        |stub, request| async move {
+            match stub.answer(request).await {
+                Ok(response) => response,
+                Err(err) => reply(
+                    StatusCode::BAD_REQUEST,
+                    "application/x-amz-json-1.0",
+                    json!({
+                        "__type": "com.amazon.coral.validate#ValidationException",
+                        "message": format!("{err:#}"),
+                    }),
+                ),
+            }
+        },
+        stopped,
+        Duration::ZERO,
+    )
+    .await;
     let calls = stub.calls.lock().expect("no panic while counting").clone();
     eprintln!("aws-stub: calls served {}", json!(calls));
     Ok(())

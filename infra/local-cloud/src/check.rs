@@ -44,7 +44,7 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for spec in &cloud.model.functions {
         let started = Instant::now();
-        let (sent, result) = match spec.events.iter().find_map(http_route) {
+        let (sent, result) = match spec.events.iter().find_map(EventSpec::as_http) {
             Some(route) => {
                 let (method, path) = request_line(route);
                 let sent = format!("{method} {path}");
@@ -72,13 +72,6 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
         });
     }
     outcomes
-}
-
-fn http_route(event: &EventSpec) -> Option<&HttpRoute> {
-    match event {
-        EventSpec::Http(route) => Some(route),
-        _ => None,
-    }
 }
 
 /// The route's method (`ANY` becomes `GET`) and its path with every `{param}` and `{proxy+}`
@@ -218,22 +211,39 @@ fn pre_token_generation_event(trigger: &CognitoTrigger) -> serde_json::Value {
         .next()
         .unwrap_or("1");
     let sub = uuid::Uuid::new_v4().to_string();
+    sign_in_event(
+        version,
+        "us-east-1_SamCheck00",
+        "samcheckclient000000000000",
+        &sub,
+    )
+}
+
+/// A pre token generation event (event `version` "1", "2", ...) of user `sub`, in no group,
+/// signing in with a password to `user_pool_id` through `client_id`: what `check` and the
+/// benchmarks send a Cognito trigger.
+pub fn sign_in_event(
+    version: &str,
+    user_pool_id: &str,
+    client_id: &str,
+    sub: &str,
+) -> serde_json::Value {
     json!({
         "version": version,
         "triggerSource": "TokenGeneration_Authentication",
         "region": "us-east-1",
-        "userPoolId": "us-east-1_SamCheck00",
+        "userPoolId": user_pool_id,
         "userName": sub,
         "callerContext": {
             "awsSdkVersion": "aws-sdk-unknown-unknown",
-            "clientId": "samcheckclient000000000000"
+            "clientId": client_id
         },
         "request": {
             "userAttributes": {
                 "sub": sub,
                 "cognito:user_status": "CONFIRMED",
                 "email_verified": "true",
-                "email": "sam-check@example.com"
+                "email": format!("{sub}@example.com")
             },
             "groupConfiguration": {
                 "groupsToOverride": [],

@@ -13,7 +13,8 @@
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
-//! - `loopback`: the plain HTTP server of every local endpoint (Runtime APIs, proxies, stubs).
+//! - `loopback`: the plain HTTP server of every local endpoint (the HTTP API, Runtime APIs,
+//!   proxies, stubs).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 //! - [`check`]: `local-cloud check`, every function answering one invocation (`make sam-check`).

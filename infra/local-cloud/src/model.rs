@@ -13,6 +13,29 @@ pub struct Model {
     pub functions: Vec<FunctionSpec>,
 }
 
+impl Model {
+    /// The function, queue or table of this logical id, if the template declares one.
+    pub fn function(&self, logical_id: &str) -> Option<&FunctionSpec> {
+        self.functions.iter().find(|f| f.logical_id == logical_id)
+    }
+
+    pub fn queue(&self, logical_id: &str) -> Option<&QueueSpec> {
+        self.queues.iter().find(|q| q.logical_id == logical_id)
+    }
+
+    pub fn table(&self, logical_id: &str) -> Option<&TableSpec> {
+        self.tables.iter().find(|t| t.logical_id == logical_id)
+    }
+
+    /// Every function's HTTP API routes.
+    pub fn http_routes(&self) -> impl Iterator<Item = &HttpRoute> {
+        self.functions
+            .iter()
+            .flat_map(|f| &f.events)
+            .filter_map(EventSpec::as_http)
+    }
+}
+
 /// An `AWS::DynamoDB::Table`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableSpec {
@@ -83,6 +106,16 @@ pub enum EventSpec {
     Cognito(CognitoTrigger),
 }
 
+impl EventSpec {
+    /// The route, if this is an `HttpApi` event.
+    pub fn as_http(&self) -> Option<&HttpRoute> {
+        match self {
+            Self::Http(route) => Some(route),
+            _ => None,
+        }
+    }
+}
+
 /// An `HttpApi` event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HttpRoute {
@@ -99,6 +132,17 @@ pub struct HttpRoute {
     pub throttle: Option<RouteThrottle>,
 }
 
+impl HttpRoute {
+    /// The route key, as API Gateway names a route: `METHOD /path`, or `$default`.
+    pub fn key(&self) -> String {
+        if self.path == "$default" {
+            self.path.clone()
+        } else {
+            format!("{} {}", self.method, self.path)
+        }
+    }
+}
+
 /// An HTTP API route's throttling, a token bucket as API Gateway keeps it per route for all
 /// clients together: `burst` tokens at most, refilled at `rate_per_second`; a request takes
 /// one or is answered 429.
@@ -108,6 +152,15 @@ pub struct RouteThrottle {
     pub rate_per_second: f64,
     /// `ThrottlingBurstLimit`.
     pub burst: u32,
+}
+
+impl RouteThrottle {
+    pub fn new(rate_per_second: f64, burst: u32) -> Self {
+        Self {
+            rate_per_second,
+            burst,
+        }
+    }
 }
 
 /// The HttpApi's JWT authorizer as configured in the template. Locally, tokens are verified

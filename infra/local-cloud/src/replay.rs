@@ -13,7 +13,7 @@ pub fn queue_and_dlq<'a>(
     model: &'a Model,
     logical_id: &str,
 ) -> anyhow::Result<(&'a QueueSpec, &'a QueueSpec)> {
-    let Some(queue) = model.queues.iter().find(|q| q.logical_id == logical_id) else {
+    let Some(queue) = model.queue(logical_id) else {
         let known: Vec<&str> = model.queues.iter().map(|q| q.logical_id.as_str()).collect();
         bail!(
             "no queue {logical_id} in the template; queues: {}",

@@ -23,6 +23,9 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+// At most a few admin calls at a time: the admin API's default quotas are tens of requests
+// per second.
+const { forEachLimited } = require('./common');
 
 const DEFAULT_LOCAL_SECRET = 'local-cloud-dev-secret'; // not a secret: see jwt.rs
 const LOCAL_ISSUER = 'local-cloud';
@@ -178,16 +181,25 @@ function sessionOf(result, previous = {}) {
 // ask: MFA_SETUP (MfaScope=everyone, first sign-in: TOTP is set up on the spot) and
 // SOFTWARE_TOKEN_MFA (a user with TOTP). `user` is { username, password, totpSecret }, and
 // gets the TOTP secret when one is set up here.
-async function cognitoSignIn(user) {
+// AdminInitiateAuth with `flow` and its parameters, on the load test's pool and client.
+function adminInitiateAuth(flow, parameters) {
   const { client, sdk, poolId, clientId } = cognitoConfig();
-  let out = await client.send(
+  return client.send(
     new sdk.AdminInitiateAuthCommand({
       UserPoolId: poolId,
       ClientId: clientId,
-      AuthFlow: 'ADMIN_USER_PASSWORD_AUTH',
-      AuthParameters: { USERNAME: user.username, PASSWORD: user.password },
+      AuthFlow: flow,
+      AuthParameters: parameters,
     })
   );
+}
+
+async function cognitoSignIn(user) {
+  const { client, sdk, poolId, clientId } = cognitoConfig();
+  let out = await adminInitiateAuth('ADMIN_USER_PASSWORD_AUTH', {
+    USERNAME: user.username,
+    PASSWORD: user.password,
+  });
   for (let step = 0; !out.AuthenticationResult && step < 3; step += 1) {
     const respond = (ChallengeResponses) =>
       client.send(
@@ -220,15 +232,7 @@ async function cognitoSignIn(user) {
 // New tokens from the refresh token: no password, no MFA code; the pool's Pre Token
 // Generation trigger runs again, so a new group membership shows.
 async function cognitoRefresh(session) {
-  const { client, sdk, poolId, clientId } = cognitoConfig();
-  const out = await client.send(
-    new sdk.AdminInitiateAuthCommand({
-      UserPoolId: poolId,
-      ClientId: clientId,
-      AuthFlow: 'REFRESH_TOKEN_AUTH',
-      AuthParameters: { REFRESH_TOKEN: session.refreshToken },
-    })
-  );
+  const out = await adminInitiateAuth('REFRESH_TOKEN_AUTH', { REFRESH_TOKEN: session.refreshToken });
   return sessionOf(out.AuthenticationResult, session);
 }
 
@@ -290,19 +294,6 @@ async function deleteUsers(usernames) {
   }
   console.log(`  ${deleted.size} Cognito load-test users deleted${failed.length ? `, ${failed.length} could not be` : ''}`);
   return failed;
-}
-
-// Runs fn over items, at most `limit` at a time (the admin API's default quotas are tens of
-// requests per second).
-async function forEachLimited(items, limit, fn) {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i], i);
-    }
-  });
-  await Promise.all(workers);
 }
 
 // ---------------------------------------------------------------- the interface

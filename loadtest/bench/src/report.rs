@@ -70,15 +70,26 @@ fn mib(kb: Option<u64>) -> String {
     kb.map_or("n/a".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
 }
 
-fn peak_kb(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
-    let through_runner = part2.and_then(|part2| {
+/// The peak memory of `cold`'s binary when it served through the runner (part 2), if measured.
+fn peak_kb_through_runner(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
+    part2.and_then(|part2| {
         part2
             .rows
             .iter()
             .find(|row| row.measured.binary == cold.binary)
             .and_then(|row| row.measured.vm_hwm_kb)
-    });
-    cold.vm_hwm_kb.max(through_runner)
+    })
+}
+
+fn peak_kb(cold: &ColdStart, part2: Option<&Part2>) -> Option<u64> {
+    cold.vm_hwm_kb.max(peak_kb_through_runner(cold, part2))
+}
+
+/// How many MiB of something a function takes.
+type MibOf<'a> = dyn Fn(&ColdStart) -> f64 + 'a;
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "MET" } else { "MISSED" }
 }
 
 fn is_baseline(binary: &str) -> bool {
@@ -93,7 +104,6 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
         .find(|c| c.binary == "hello-runtime")
         .map_or(f64::NAN, |c| c.percentile(0.5));
     let functions: Vec<&ColdStart> = part1.iter().filter(|c| !is_baseline(&c.binary)).collect();
-    let verdict = |ok: bool| if ok { "MET" } else { "MISSED" };
 
     let failed: Vec<&str> = functions
         .iter()
@@ -130,40 +140,37 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
             },
         );
     }
-    let size = |c: &&ColdStart| c.stripped_bytes.unwrap_or(c.size_bytes) as f64 / MIB;
-    if let Some(worst) = functions.iter().max_by(|a, b| size(a).total_cmp(&size(b))) {
-        let _ = writeln!(
-            out,
-            "- Stripped binary under {SIZE_MAX_MIB} MiB: {} — largest {} at {:.2} MiB ({:+.0}% against the bound)",
-            verdict(size(worst) < SIZE_MAX_MIB),
-            worst.binary,
-            size(worst),
-            (size(worst) / SIZE_MAX_MIB - 1.0) * 100.0
-        );
-    }
-    let peak = |c: &&ColdStart| peak_kb(c, part2).unwrap_or(0) as f64 / 1024.0;
-    if let Some(worst) = functions.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))) {
-        let _ = writeln!(
-            out,
-            "- Peak memory under {MEMORY_MAX_MIB} MiB: {} — highest {} at {:.1} MiB ({:+.0}% against the bound)",
-            verdict(peak(worst) < MEMORY_MAX_MIB),
-            worst.binary,
-            peak(worst),
-            (peak(worst) / MEMORY_MAX_MIB - 1.0) * 100.0
-        );
+    // Bounds in MiB that every function must stay under, met or missed by the function with
+    // the most: (what, its superlative, decimals shown, the bound, a function's MiB).
+    let size = |c: &ColdStart| c.stripped_bytes.unwrap_or(c.size_bytes) as f64 / MIB;
+    let peak = |c: &ColdStart| peak_kb(c, part2).unwrap_or(0) as f64 / 1024.0;
+    let bounds: [(&str, &str, usize, f64, &MibOf); 2] = [
+        ("Stripped binary", "largest", 2, SIZE_MAX_MIB, &size),
+        ("Peak memory", "highest", 1, MEMORY_MAX_MIB, &peak),
+    ];
+    for (what, most, digits, bound, mib) in bounds {
+        if let Some(worst) = functions.iter().max_by(|a, b| mib(a).total_cmp(&mib(b))) {
+            let _ = writeln!(
+                out,
+                "- {what} under {bound} MiB: {} — {most} {} at {:.digits$} MiB ({:+.0}% against the bound)",
+                verdict(mib(worst) < bound),
+                worst.binary,
+                mib(worst),
+                (mib(worst) / bound - 1.0) * 100.0
+            );
+        }
     }
     let invocation_failures: Vec<String> = part1
         .iter()
         .filter(|c| c.invocations_failed > 0)
         .map(|c| format!("{} ({} failed)", c.binary, c.invocations_failed))
         .collect();
-    if !invocation_failures.is_empty() {
-        let _ = writeln!(
-            out,
-            "- Part 1 invocations off the happy path: {}",
-            invocation_failures.join(", ")
-        );
-    }
+    line_if_any(
+        &mut out,
+        "- Part 1 invocations off the happy path: ",
+        &invocation_failures,
+        ", ",
+    );
     if let Some(part2) = part2 {
         let hello = part2.hello_rps();
         let ratio = |row: &&Part2Row| row.measured.report.requests_per_second / hello;
@@ -335,13 +342,7 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
     let mut ordered: Vec<&ColdStart> = part1.iter().collect();
     ordered.sort_by_key(|c| (!is_baseline(&c.binary), c.binary.clone()));
     for cold in ordered {
-        let through_runner = part2.and_then(|part2| {
-            part2
-                .rows
-                .iter()
-                .find(|row| row.measured.binary == cold.binary)
-                .and_then(|row| row.measured.vm_hwm_kb)
-        });
+        let through_runner = peak_kb_through_runner(cold, part2);
         let ratio = cold.percentile(0.5) / floor;
         let flag = |bad: bool| if bad { " ✗" } else { "" };
         let size = cold.stripped_bytes.unwrap_or(cold.size_bytes) as f64 / MIB;
@@ -456,13 +457,12 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
                 )
             })
             .collect();
-        if !statuses.is_empty() {
-            let _ = writeln!(
-                out,
-                "\nStatuses where some were unexpected:\n\n{}",
-                statuses.join("\n")
-            );
-        }
+        line_if_any(
+            &mut out,
+            "\nStatuses where some were unexpected:\n\n",
+            &statuses,
+            "\n",
+        );
     }
     let _ = writeln!(
         out,
@@ -473,6 +473,13 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
         let _ = writeln!(out, "\n{}", notes.trim_end());
     }
     out
+}
+
+/// `heading` and `items` joined by `separator`, as a line of `out`, unless there is no item.
+fn line_if_any(out: &mut String, heading: &str, items: &[String], separator: &str) {
+    if !items.is_empty() {
+        let _ = writeln!(out, "{heading}{}", items.join(separator));
+    }
 }
 
 fn row(out: &mut String, label: &str, measured: &Throughput, hello: f64, calls: &str) {

@@ -389,24 +389,9 @@ pub fn event_batch(binary: &str, fixture: &Fixture, i: u64) -> Option<Value> {
             "detail": {},
         }),
         // A sign-in by a user in no group: answered without a call to Cognito, as most are.
-        "admin-mfa-guard" => json!({
-            "version": "2",
-            "triggerSource": "TokenGeneration_Authentication",
-            "region": "us-east-1",
-            "userPoolId": "us-east-1_Bench00000",
-            "userName": user(i),
-            "callerContext": {"awsSdkVersion": "aws-sdk-unknown-unknown", "clientId": "bench"},
-            "request": {
-                "userAttributes": {"sub": user(i), "email_verified": "true"},
-                "groupConfiguration": {
-                    "groupsToOverride": [],
-                    "iamRolesToOverride": [],
-                    "preferredRole": null
-                },
-                "scopes": ["aws.cognito.signin.user.admin"]
-            },
-            "response": {"claimsAndScopeOverrideDetails": null}
-        }),
+        "admin-mfa-guard" => {
+            local_cloud::check::sign_in_event("2", "us-east-1_Bench00000", "bench", &user(i))
+        }
         "hello-runtime" => json!({ "hello": "world", "i": i }),
         _ => return None,
     })

@@ -15,6 +15,7 @@ mod router;
 mod throttle;
 
 use crate::jwt;
+use crate::loopback::Peer;
 use crate::model::HttpRoute;
 use crate::runtime::{FunctionHandle, ids};
 use anyhow::Context as _;
@@ -25,20 +26,14 @@ use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
 use http::request::Parts;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use response::HttpResponse;
 use serde_json::{Map, Value};
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use throttle::TokenBucket;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 /// API Gateway's limit on a request body.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -70,57 +65,21 @@ pub async fn serve(
         .local_addr()
         .context("the HTTP API listener has no address")?;
     let gateway = Arc::new(Gateway::new(routes, jwt_secret, local)?);
-    let (closing, closed) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(gateway.clone(), stream, peer, closed.clone()));
-                }
-                Err(error) => {
-                    // Out of file descriptors or the like: not fatal, try again shortly.
-                    tracing::warn!(%error, "failed to accept an HTTP API connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let _ = closing.send(true);
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while connections.join_next().await.is_some() {}
-    })
+    crate::loopback::serve_until(
+        listener,
+        gateway,
+        |gateway, request| async move {
+            let Peer(peer) = *request
+                .extensions()
+                .get::<Peer>()
+                .expect("the loopback server names every request's peer");
+            gateway.handle(request, peer).await
+        },
+        shutdown,
+        DRAIN_TIMEOUT,
+    )
     .await;
-    if drained.is_err() {
-        connections.abort_all();
-    }
     Ok(())
-}
-
-async fn connection(
-    gateway: Arc<Gateway>,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    mut closed: watch::Receiver<bool>,
-) {
-    let service = service_fn(move |request| {
-        let gateway = gateway.clone();
-        async move { Ok::<_, Infallible>(gateway.handle(request, peer).await) }
-    });
-    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        _ = connection.as_mut() => {}
-        () = async { let _ = closed.wait_for(|closed| *closed).await; } => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
-    }
 }
 
 /// Where a route's authorizer finds the token.
@@ -164,11 +123,7 @@ impl Gateway {
                     .map(|authorizer| identity_source(&authorizer.identity_source))
                     .transpose()
                     .with_context(|| format!("route {} {}", route.spec.method, route.spec.path))?;
-                let route_key = if route.spec.path == "$default" {
-                    "$default".into()
-                } else {
-                    format!("{} {}", route.spec.method, route.spec.path).into()
-                };
+                let route_key = route.spec.key().into();
                 Ok(Target {
                     route_key,
                     function: route.function,
@@ -354,12 +309,16 @@ mod tests {
 
     #[test]
     fn bearer_is_stripped_case_insensitively() {
-        assert_eq!(strip_bearer("Bearer abc"), "abc");
-        assert_eq!(strip_bearer("bearer  abc "), "abc");
-        assert_eq!(strip_bearer("BEARER abc"), "abc");
-        assert_eq!(strip_bearer("abc"), "abc");
-        assert_eq!(strip_bearer("Bearer"), "Bearer");
-        assert_eq!(strip_bearer(""), "");
+        for (header, token) in [
+            ("Bearer abc", "abc"),
+            ("bearer  abc ", "abc"),
+            ("BEARER abc", "abc"),
+            ("abc", "abc"),
+            ("Bearer", "Bearer"),
+            ("", ""),
+        ] {
+            assert_eq!(strip_bearer(header), token, "{header:?}");
+        }
     }
 
     #[test]

@@ -65,13 +65,7 @@ mod tests {
     use std::time::Duration;
 
     fn bucket(rate_per_second: f64, burst: u32, start: Instant) -> TokenBucket {
-        TokenBucket::new(
-            RouteThrottle {
-                rate_per_second,
-                burst,
-            },
-            start,
-        )
+        TokenBucket::new(RouteThrottle::new(rate_per_second, burst), start)
     }
 
     fn admitted(bucket: &TokenBucket, now: Instant, requests: usize) -> usize {

@@ -154,11 +154,7 @@ async fn run_process(
     let init = loop {
         tokio::select! {
             biased;
-            () = stopped(stop) => {
-                kill(&mut child).await;
-                abandon(&generation);
-                return End::Stopped;
-            }
+            () = stopped(stop) => return stop_now(&mut child, &generation).await,
             status = child.wait() => {
                 break match generation.init() {
                     // It may have reported why before exiting.
@@ -208,11 +204,7 @@ async fn run_process(
         }
         tokio::select! {
             biased;
-            () = stopped(stop) => {
-                kill(&mut child).await;
-                abandon(&generation);
-                return End::Stopped;
-            }
+            () = stopped(stop) => return stop_now(&mut child, &generation).await,
             status = child.wait() => {
                 let (in_flight, pending) = generation.close();
                 if let Some(pending) = pending {
@@ -338,6 +330,13 @@ fn log_stream_name() -> String {
         today.day(),
         ids::next_u128()
     )
+}
+
+/// The runner stops: the process is killed and what it held is failed.
+async fn stop_now(child: &mut Child, generation: &Generation) -> End {
+    kill(child).await;
+    abandon(generation);
+    End::Stopped
 }
 
 async fn kill(child: &mut Child) {

@@ -74,6 +74,7 @@ impl Sources {
             for event in &subscriber.spec.events {
                 let stop = Stop(receiver.clone());
                 let function = subscriber.handle.clone();
+                let context = context.clone();
                 match event {
                     EventSpec::Sqs(source) if source.enabled => {
                         // Lambda runs up to MaximumConcurrency batches at once; locally no more
@@ -83,29 +84,18 @@ impl Sources {
                             .unwrap_or(subscriber.instances)
                             .clamp(1, subscriber.instances.max(1));
                         for _ in 0..pollers {
-                            tasks.push(tokio::spawn(sqs::poll(
-                                source.clone(),
-                                function.clone(),
-                                context.clone(),
-                                stop.clone(),
-                            )));
+                            let (source, function) = (source.clone(), function.clone());
+                            let poll = sqs::poll(source, function, context.clone(), stop.clone());
+                            tasks.push(tokio::spawn(poll));
                         }
                     }
                     EventSpec::Stream(source) if source.enabled => {
-                        tasks.push(tokio::spawn(streams::poll(
-                            source.clone(),
-                            function,
-                            context.clone(),
-                            stop,
-                        )));
+                        let poll = streams::poll(source.clone(), function, context, stop);
+                        tasks.push(tokio::spawn(poll));
                     }
                     EventSpec::Schedule(source) if source.enabled => {
-                        tasks.push(tokio::spawn(schedule::run(
-                            source.clone(),
-                            function,
-                            context.clone(),
-                            stop,
-                        )));
+                        let run = schedule::run(source.clone(), function, context, stop);
+                        tasks.push(tokio::spawn(run));
                     }
                     _ => {}
                 }

@@ -267,74 +267,94 @@ pub(super) async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use time::macros::datetime;
 
-    fn next(expression: &str, after: OffsetDateTime) -> OffsetDateTime {
-        Schedule::parse(expression)
-            .unwrap()
-            .next_after(after)
-            .unwrap()
+    fn at(rfc3339: &str) -> OffsetDateTime {
+        OffsetDateTime::parse(rfc3339, &Rfc3339).expect("a test time")
     }
 
     #[test]
-    fn rates() {
-        let t = datetime!(2026-11-30 18:00:00 UTC);
-        assert_eq!(
-            next("rate(5 minutes)", t),
-            datetime!(2026-11-30 18:05:00 UTC)
-        );
-        assert_eq!(next("rate(1 hour)", t), datetime!(2026-11-30 19:00:00 UTC));
-        assert_eq!(
-            next("rate(2 seconds)", t),
-            datetime!(2026-11-30 18:00:02 UTC)
-        );
-        assert!(Schedule::parse("rate(0 minutes)").is_err());
-        assert!(Schedule::parse("rate(5 fortnights)").is_err());
+    fn next_firings() {
+        // (expression, after, the next firing)
+        for (expression, after, expected) in [
+            (
+                "rate(5 minutes)",
+                "2026-11-30T18:00:00Z",
+                "2026-11-30T18:05:00Z",
+            ),
+            (
+                "rate(1 hour)",
+                "2026-11-30T18:00:00Z",
+                "2026-11-30T19:00:00Z",
+            ),
+            (
+                "rate(2 seconds)",
+                "2026-11-30T18:00:00Z",
+                "2026-11-30T18:00:02Z",
+            ),
+            (
+                "cron(0/15 * * * ? *)",
+                "2026-11-30T18:07:30Z",
+                "2026-11-30T18:15:00Z",
+            ),
+            // 2026-11-28 is a Saturday: the next weekday noon is Monday the 30th.
+            (
+                "cron(0 12 ? * MON-FRI *)",
+                "2026-11-28T13:00:00Z",
+                "2026-11-30T12:00:00Z",
+            ),
+            // The first of the month and the 29th of February roll over into later years.
+            (
+                "cron(30 6 1 * ? *)",
+                "2026-12-15T00:00:00Z",
+                "2027-01-01T06:30:00Z",
+            ),
+            (
+                "cron(0 0 29 FEB ? *)",
+                "2026-12-15T00:00:00Z",
+                "2028-02-29T00:00:00Z",
+            ),
+        ] {
+            let schedule = Schedule::parse(expression).expect(expression);
+            assert_eq!(
+                schedule.next_after(at(after)),
+                Some(at(expected)),
+                "{expression} after {after}"
+            );
+        }
     }
 
     #[test]
-    fn cron_every_fifteen_minutes() {
-        let t = datetime!(2026-11-30 18:07:30 UTC);
-        assert_eq!(
-            next("cron(0/15 * * * ? *)", t),
-            datetime!(2026-11-30 18:15:00 UTC)
-        );
-    }
-
-    #[test]
-    fn cron_weekdays_at_noon() {
-        // 2026-11-28 is a Saturday: the next weekday noon is Monday the 30th.
-        let t = datetime!(2026-11-28 13:00:00 UTC);
-        assert_eq!(
-            next("cron(0 12 ? * MON-FRI *)", t),
-            datetime!(2026-11-30 12:00:00 UTC)
-        );
-    }
-
-    #[test]
-    fn cron_first_of_the_month_and_year_rollover() {
-        let t = datetime!(2026-12-15 00:00:00 UTC);
-        assert_eq!(
-            next("cron(30 6 1 * ? *)", t),
-            datetime!(2027-01-01 06:30:00 UTC)
-        );
-        assert_eq!(
-            next("cron(0 0 29 FEB ? *)", t),
-            datetime!(2028-02-29 00:00:00 UTC)
-        );
-    }
-
-    #[test]
-    fn bad_cron_expressions_say_why() {
-        for expression in [
-            "cron(* * * * *)",
-            "cron(0 12 * * MON *)",
-            "cron(0 25 * * ? *)",
-            "cron(0 12 L * ? *)",
-            "every day",
+    fn bad_expressions_say_why() {
+        for (expression, reason) in [
+            (
+                "rate(0 minutes)",
+                "the rate must be a positive whole number",
+            ),
+            (
+                "rate(5 fortnights)",
+                "the unit must be minutes, hours or days",
+            ),
+            (
+                "cron(* * * * *)",
+                "a cron expression has six fields: minutes hours day-of-month month day-of-week year",
+            ),
+            (
+                "cron(0 12 * * MON *)",
+                "exactly one of day-of-month and day-of-week must be ?",
+            ),
+            ("cron(0 25 * * ? *)", "hour \"25\" is not in 0..23"),
+            (
+                "cron(0 12 L * ? *)",
+                "day of month \"L\": L, W and # are not supported locally",
+            ),
+            ("every day", "expected rate(...) or cron(...)"),
         ] {
             let err = Schedule::parse(expression).unwrap_err();
-            assert!(!err.reason.is_empty(), "{expression}");
+            assert_eq!(err.reason, reason, "{expression}");
+            assert_eq!(
+                err.to_string(),
+                format!("schedule expression {expression:?}: {reason}")
+            );
         }
     }
 }

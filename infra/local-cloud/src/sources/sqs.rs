@@ -47,7 +47,13 @@ pub(super) async fn poll(
         if batch.is_empty() {
             continue;
         }
-        let done = deliver(&source, &function, &context, &trigger, &batch).await;
+        let target = Target {
+            source: &source,
+            function: &function,
+            context: &context,
+            trigger: &trigger,
+        };
+        let done = target.deliver(&batch).await;
         if let Err(err) = delete(&source, &context, &done).await {
             tracing::warn!(queue = %source.queue_url, error = ?err, "delete failed");
         }
@@ -142,80 +148,76 @@ fn record(message: &Message, source: &SqsSource, context: &SourceContext) -> Val
     })
 }
 
-/// Invokes the function with the batch; answers the messages that are done (to delete).
-///
-/// Under the duplicate-delivery fault switch the batch goes to the function twice, in reverse
-/// order and then shuffled, and a message is done only when both deliveries succeeded: as
-/// SQS's at-least-once delivery may do, all at once.
-async fn deliver<'a>(
-    source: &SqsSource,
-    function: &FunctionHandle,
-    context: &SourceContext,
-    trigger: &str,
-    batch: &'a [Message],
-) -> Vec<&'a Message> {
-    if !context.faults.sqs_duplicate() {
-        return deliver_once(source, function, context, trigger, batch).await;
-    }
-    let mut reversed: Vec<Message> = batch.to_vec();
-    reversed.reverse();
-    let mut shuffled: Vec<Message> = batch.to_vec();
-    for i in (1..shuffled.len()).rev() {
-        let j = (crate::runtime::ids::next_u128() % (i as u128 + 1)) as usize;
-        shuffled.swap(i, j);
-    }
-    let first: HashSet<String> = deliver_once(source, function, context, trigger, &reversed)
-        .await
-        .into_iter()
-        .filter_map(|m| m.message_id.clone())
-        .collect();
-    let second: HashSet<String> = deliver_once(source, function, context, trigger, &shuffled)
-        .await
-        .into_iter()
-        .filter_map(|m| m.message_id.clone())
-        .collect();
-    batch
-        .iter()
-        .filter(|m| {
-            let id = m.message_id.as_deref().unwrap_or_default();
-            first.contains(id) && second.contains(id)
-        })
-        .collect()
+/// Where a batch goes: the function of an event source, as that source invokes it.
+struct Target<'s> {
+    source: &'s SqsSource,
+    function: &'s FunctionHandle,
+    context: &'s SourceContext,
+    trigger: &'s str,
 }
 
-async fn deliver_once<'a>(
-    source: &SqsSource,
-    function: &FunctionHandle,
-    context: &SourceContext,
-    trigger: &str,
-    batch: &'a [Message],
-) -> Vec<&'a Message> {
-    let records: Vec<Value> = batch
-        .iter()
-        .map(|message| record(message, source, context))
-        .collect();
-    let payload = json!({ "Records": records }).to_string();
-    match function.invoke(trigger, payload.into()).await {
-        Ok(response) if source.report_batch_item_failures => {
-            match failed_ids(&response, batch) {
-                Some(failed) => batch
-                    .iter()
-                    .filter(|m| !failed.contains(m.message_id.as_deref().unwrap_or_default()))
-                    .collect(),
-                // As Lambda: a response it cannot read fails the whole batch.
-                None => {
-                    tracing::warn!(
-                        function = function.name(),
-                        "unreadable batch response: the whole batch fails"
-                    );
-                    Vec::new()
+impl Target<'_> {
+    /// Invokes the function with the batch; answers the messages that are done (to delete).
+    ///
+    /// Under the duplicate-delivery fault switch the batch goes to the function twice, in
+    /// reverse order and then shuffled, and a message is done only when both deliveries
+    /// succeeded: as SQS's at-least-once delivery may do, all at once.
+    async fn deliver<'a>(&self, batch: &'a [Message]) -> Vec<&'a Message> {
+        if !self.context.faults.sqs_duplicate() {
+            return self.deliver_once(batch).await;
+        }
+        let mut reversed: Vec<Message> = batch.to_vec();
+        reversed.reverse();
+        let mut shuffled: Vec<Message> = batch.to_vec();
+        for i in (1..shuffled.len()).rev() {
+            let j = (crate::runtime::ids::next_u128() % (i as u128 + 1)) as usize;
+            shuffled.swap(i, j);
+        }
+        let done_ids = |done: Vec<&Message>| -> HashSet<String> {
+            done.into_iter()
+                .filter_map(|m| m.message_id.clone())
+                .collect()
+        };
+        let first = done_ids(self.deliver_once(&reversed).await);
+        let second = done_ids(self.deliver_once(&shuffled).await);
+        batch
+            .iter()
+            .filter(|m| {
+                let id = m.message_id.as_deref().unwrap_or_default();
+                first.contains(id) && second.contains(id)
+            })
+            .collect()
+    }
+
+    async fn deliver_once<'a>(&self, batch: &'a [Message]) -> Vec<&'a Message> {
+        let function = self.function;
+        let records: Vec<Value> = batch
+            .iter()
+            .map(|message| record(message, self.source, self.context))
+            .collect();
+        let payload = json!({ "Records": records }).to_string();
+        match function.invoke(self.trigger, payload.into()).await {
+            Ok(response) if self.source.report_batch_item_failures => {
+                match failed_ids(&response, batch) {
+                    Some(failed) => batch
+                        .iter()
+                        .filter(|m| !failed.contains(m.message_id.as_deref().unwrap_or_default()))
+                        .collect(),
+                    // As Lambda: a response it cannot read fails the whole batch.
+                    None => {
+                        tracing::warn!(
+                            function = function.name(),
+                            "unreadable batch response: the whole batch fails"
+                        );
+                        Vec::new()
+                    }
                 }
             }
-        }
-        Ok(_) => batch.iter().collect(),
-        Err(err) => {
-            tracing::debug!(function = function.name(), error = %err, "batch failed");
-            Vec::new()
+            Ok(_) => batch.iter().collect(),
+            Err(err) => {
+                tracing::debug!(function = function.name(), error = %err, "batch failed");
+                Vec::new()
+            }
         }
     }
 }

@@ -87,21 +87,20 @@ Resources:
 "#,
         )
         .unwrap();
+        let pools = |trigger: &str, version: &str| {
+            vec![EventSpec::Cognito(CognitoTrigger {
+                user_pool: "Pool".into(),
+                trigger: trigger.into(),
+                version: version.into(),
+            })]
+        };
         assert_eq!(
             function(&model, "Guard").events,
-            [EventSpec::Cognito(CognitoTrigger {
-                user_pool: "Pool".into(),
-                trigger: "PreTokenGeneration".into(),
-                version: "V2_0".into(),
-            })]
+            pools("PreTokenGeneration", "V2_0")
         );
         assert_eq!(
             function(&model, "Signup").events,
-            [EventSpec::Cognito(CognitoTrigger {
-                user_pool: "Pool".into(),
-                trigger: "PreSignUp".into(),
-                version: "V1_0".into(),
-            })]
+            pools("PreSignUp", "V1_0")
         );
     }
 

@@ -35,11 +35,7 @@ pub(super) fn check_visibility(
         let EventSpec::Sqs(source) = event else {
             continue;
         };
-        let Some(queue) = model
-            .queues
-            .iter()
-            .find(|queue| queue.logical_id == source.queue_logical_id)
-        else {
+        let Some(queue) = model.queue(&source.queue_logical_id) else {
             continue;
         };
         // SQS's default when the template sets none.

@@ -45,18 +45,12 @@ pub(super) fn error_of(yaml: &str) -> String {
 
 pub(super) fn function<'m>(model: &'m Model, id: &str) -> &'m FunctionSpec {
     model
-        .functions
-        .iter()
-        .find(|f| f.logical_id == id)
+        .function(id)
         .unwrap_or_else(|| panic!("function {id}"))
 }
 
 pub(super) fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
-    model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == id)
-        .unwrap_or_else(|| panic!("queue {id}"))
+    model.queue(id).unwrap_or_else(|| panic!("queue {id}"))
 }
 
 pub(super) fn url(name: &str) -> String {

@@ -92,10 +92,10 @@ pub(super) fn route_throttle(
     if limits.rate_per_second.is_none() && limits.burst.is_none() {
         return Ok(None);
     }
-    Ok(Some(RouteThrottle {
-        rate_per_second: limits.rate_per_second.unwrap_or(ACCOUNT_RATE_PER_SECOND),
-        burst: limits.burst.unwrap_or(ACCOUNT_BURST),
-    }))
+    Ok(Some(RouteThrottle::new(
+        limits.rate_per_second.unwrap_or(ACCOUNT_RATE_PER_SECOND),
+        limits.burst.unwrap_or(ACCOUNT_BURST),
+    )))
 }
 
 /// Every `RouteSettings` key of `api` must be one of `routes`, the route keys of the
@@ -143,7 +143,7 @@ pub(super) fn api_name(api: &Node<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::{LocalNames, load_str};
-    use crate::model::{EventSpec, HttpRoute, Model, RouteThrottle};
+    use crate::model::{Model, RouteThrottle};
     use std::collections::BTreeMap;
 
     fn names() -> LocalNames {
@@ -161,26 +161,13 @@ mod tests {
 
     fn routes(model: &Model) -> BTreeMap<String, Option<RouteThrottle>> {
         model
-            .functions
-            .iter()
-            .flat_map(|f| &f.events)
-            .filter_map(|event| match event {
-                EventSpec::Http(HttpRoute {
-                    method,
-                    path,
-                    throttle,
-                    ..
-                }) => Some((format!("{method} {path}"), *throttle)),
-                _ => None,
-            })
+            .http_routes()
+            .map(|route| (route.key(), route.throttle))
             .collect()
     }
 
     fn limit(rate_per_second: f64, burst: u32) -> Option<RouteThrottle> {
-        Some(RouteThrottle {
-            rate_per_second,
-            burst,
-        })
+        Some(RouteThrottle::new(rate_per_second, burst))
     }
 
     /// An API with `settings` and a function serving four routes on it, one of which has

@@ -32,9 +32,7 @@ fn every_consumed_queue_hides_a_message_for_six_function_timeouts() {
                 continue;
             };
             let queue = model
-                .queues
-                .iter()
-                .find(|q| q.logical_id == source.queue_logical_id)
+                .queue(&source.queue_logical_id)
                 .expect("the event's queue is in the template");
             let visibility: u64 = queue.attributes["VisibilityTimeout"].parse().unwrap();
             let timeout = function.timeout.as_secs();
@@ -162,22 +160,21 @@ fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
             continue;
         }
         redis_functions += 1;
-        let groups: Vec<String> = vpc["SecurityGroupIds"]
-            .as_sequence()
-            .unwrap_or_else(|| panic!("{name} uses Redis outside the VPC"))
-            .iter()
-            .map(reference)
-            .collect();
+        // The references in one of the VPC settings, which must be a list.
+        let references = |field: &str, missing: &str| -> Vec<String> {
+            vpc[field]
+                .as_sequence()
+                .unwrap_or_else(|| panic!("{name} {missing}"))
+                .iter()
+                .map(reference)
+                .collect()
+        };
+        let groups = references("SecurityGroupIds", "uses Redis outside the VPC");
         assert_eq!(
             groups, sources,
             "{name}: the security group the cache admits"
         );
-        let subnets: Vec<String> = vpc["SubnetIds"]
-            .as_sequence()
-            .unwrap_or_else(|| panic!("{name} has no subnets"))
-            .iter()
-            .map(reference)
-            .collect();
+        let subnets = references("SubnetIds", "has no subnets");
         assert_eq!(
             subnets.len(),
             2,

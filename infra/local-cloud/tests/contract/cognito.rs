@@ -249,12 +249,26 @@ fn prod_signs_in_with_srp_or_the_admin_api_never_a_client_sent_password() {
     assert!(flows("dev").contains(&"ALLOW_USER_PASSWORD_AUTH".to_owned()));
 }
 
+/// What the admin MFA guard adds to the stack.
+const GUARD_RESOURCES: [&str; 3] = [
+    "AdminMfaGuardFunction",
+    "AdminMfaGuardPermission",
+    "AdminMfaGuardLogGroup",
+];
+
+/// The stack with `MfaScope` = `scope` and its user pool, which takes TOTP as its one second
+/// factor, with `configuration` as its `MfaConfiguration`.
+fn totp_pool(scope: &str, configuration: &str) -> (Stack, Value) {
+    let stack = Stack::new(&[("MfaScope", scope)]);
+    let pool = stack.properties("UserPool");
+    assert_eq!(pool["MfaConfiguration"], configuration);
+    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    (stack, pool)
+}
+
 #[test]
 fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
-    let stack = Stack::new(&[("MfaScope", "admins")]);
-    let pool = stack.properties("UserPool");
-    assert_eq!(pool["MfaConfiguration"], "OPTIONAL");
-    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    let (stack, pool) = totp_pool("admins", "OPTIONAL");
     // V2_0: the only version whose group override reaches the access token too.
     let trigger = &pool["LambdaConfig"]["PreTokenGenerationConfig"];
     assert_eq!(trigger["LambdaVersion"], "V2_0");
@@ -263,11 +277,7 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
         "!GetAtt AdminMfaGuardFunction.Arn"
     );
     assert_eq!(pool["UserPoolTier"], "ESSENTIALS");
-    for id in [
-        "AdminMfaGuardFunction",
-        "AdminMfaGuardPermission",
-        "AdminMfaGuardLogGroup",
-    ] {
+    for id in GUARD_RESOURCES {
         assert!(stack.exists(id), "{id}");
     }
     let permission = stack.properties("AdminMfaGuardPermission");
@@ -283,17 +293,10 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
 
 #[test]
 fn everyone_needs_totp_without_a_trigger() {
-    let stack = Stack::new(&[("MfaScope", "everyone")]);
-    let pool = stack.properties("UserPool");
-    assert_eq!(pool["MfaConfiguration"], "ON");
-    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    let (stack, pool) = totp_pool("everyone", "ON");
     assert!(pool.get("LambdaConfig").is_none(), "{pool:?}");
     assert_eq!(pool["UserPoolTier"], "LITE");
-    for id in [
-        "AdminMfaGuardFunction",
-        "AdminMfaGuardPermission",
-        "AdminMfaGuardLogGroup",
-    ] {
+    for id in GUARD_RESOURCES {
         assert!(!stack.exists(id), "{id}");
     }
 }

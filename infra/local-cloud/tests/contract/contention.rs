@@ -7,9 +7,7 @@ use local_cloud::model::{EventSpec, FunctionSpec, Model};
 
 fn function<'a>(model: &'a Model, logical_id: &str) -> &'a FunctionSpec {
     model
-        .functions
-        .iter()
-        .find(|f| f.logical_id == logical_id)
+        .function(logical_id)
         .unwrap_or_else(|| panic!("no function {logical_id}"))
 }
 
@@ -45,11 +43,7 @@ fn the_reconciliation_grace_follows_the_order_queue_settings() {
     for visibility in ["60", "17"] {
         let model = project_model(&[("QueueVisibilityTimeoutSeconds", visibility)]);
         let env = &function(&model, "ReconcileFunction").environment;
-        let queue = model
-            .queues
-            .iter()
-            .find(|q| q.logical_id == "OrderQueue")
-            .expect("OrderQueue");
+        let queue = model.queue("OrderQueue").expect("OrderQueue");
         let redrive: serde_json::Value =
             serde_json::from_str(&queue.attributes["RedrivePolicy"]).expect("a JSON policy");
         let max_receive = match &redrive["maxReceiveCount"] {

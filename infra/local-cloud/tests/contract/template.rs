@@ -41,26 +41,16 @@ fn project(pairs: &[(&str, &str)]) -> anyhow::Result<Model> {
 
 fn function<'m>(model: &'m Model, id: &str) -> &'m FunctionSpec {
     model
-        .functions
-        .iter()
-        .find(|f| f.logical_id == id)
+        .function(id)
         .unwrap_or_else(|| panic!("function {id}"))
 }
 
 fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
-    model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == id)
-        .unwrap_or_else(|| panic!("queue {id}"))
+    model.queue(id).unwrap_or_else(|| panic!("queue {id}"))
 }
 
 fn table<'m>(model: &'m Model, id: &str) -> &'m TableSpec {
-    model
-        .tables
-        .iter()
-        .find(|t| t.logical_id == id)
-        .unwrap_or_else(|| panic!("table {id}"))
+    model.table(id).unwrap_or_else(|| panic!("table {id}"))
 }
 
 fn url(name: &str) -> String {
@@ -80,26 +70,9 @@ fn jwt(name: &str) -> Option<JwtAuthorizer> {
 
 fn routes(model: &Model) -> BTreeMap<String, Option<RouteThrottle>> {
     model
-        .functions
-        .iter()
-        .flat_map(|f| &f.events)
-        .filter_map(|event| match event {
-            EventSpec::Http(HttpRoute {
-                method,
-                path,
-                throttle,
-                ..
-            }) => Some((format!("{method} {path}"), *throttle)),
-            _ => None,
-        })
+        .http_routes()
+        .map(|route| (route.key(), route.throttle))
         .collect()
-}
-
-fn limit(rate_per_second: f64, burst: u32) -> Option<RouteThrottle> {
-    Some(RouteThrottle {
-        rate_per_second,
-        burst,
-    })
 }
 
 #[test]
@@ -118,10 +91,7 @@ fn project_template_loads() {
         path: "/users/me".into(),
         authorizer: jwt("CognitoJwt"),
         // The stage default (throttling's own tests cover the rest).
-        throttle: Some(RouteThrottle {
-            rate_per_second: 4_000.0,
-            burst: 2_000,
-        }),
+        throttle: Some(RouteThrottle::new(4_000.0, 2_000)),
     })));
     for function in &model.functions {
         assert!(
@@ -217,30 +187,24 @@ fn parameter_overrides_apply_and_bad_values_are_rejected() {
         "60"
     );
 
-    let err = format!(
-        "{:#}",
-        project(&[("EnvironmentName", "staging")]).unwrap_err()
-    );
-    assert!(err.contains("parameter EnvironmentName"), "{err}");
-    assert!(
-        err.contains("\"staging\" is not one of the AllowedValues"),
-        "{err}"
-    );
-
-    let err = format!(
-        "{:#}",
-        project(&[("PaymentWindowSeconds", "901")]).unwrap_err()
-    );
-    assert!(
-        err.contains("parameter PaymentWindowSeconds: the value 901 is outside"),
-        "{err}"
-    );
-    let err = format!(
-        "{:#}",
-        project(&[("PaymentWindowSeconds", "soon")]).unwrap_err()
-    );
-    assert!(err.contains("\"soon\" is not a number"), "{err}");
-
+    // A refused override, and what its message must say.
+    for (name, value, says) in [
+        ("EnvironmentName", "staging", "parameter EnvironmentName"),
+        (
+            "EnvironmentName",
+            "staging",
+            "\"staging\" is not one of the AllowedValues",
+        ),
+        (
+            "PaymentWindowSeconds",
+            "901",
+            "parameter PaymentWindowSeconds: the value 901 is outside",
+        ),
+        ("PaymentWindowSeconds", "soon", "\"soon\" is not a number"),
+    ] {
+        let err = format!("{:#}", project(&[(name, value)]).unwrap_err());
+        assert!(err.contains(says), "{name}={value}: {err}");
+    }
     let err = format!("{:#}", project(&[("Nope", "1")]).unwrap_err());
     assert!(
         err.ends_with("parameter override Nope: the template has no such parameter"),
@@ -276,14 +240,14 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
     let served = routes(&model);
     let detail = served["GET /seckill/activities/{id}"].expect("the detail route's limit");
     let orders = served["POST /seckill/activities/{id}/orders"].expect("place-order's limit");
-    assert_eq!(detail, limit(1_000.0, 500).unwrap());
-    assert_eq!(orders, limit(3_000.0, 1_500).unwrap());
+    assert_eq!(detail, RouteThrottle::new(1_000.0, 500));
+    assert_eq!(orders, RouteThrottle::new(3_000.0, 1_500));
     for (key, throttle) in &served {
         let throttle = throttle.unwrap_or_else(|| panic!("{key} has no limit"));
         if !key.starts_with("GET /seckill/activities/{id}")
             && !key.starts_with("POST /seckill/activities/{id}/orders")
         {
-            assert_eq!(throttle, limit(4_000.0, 2_000).unwrap(), "{key}");
+            assert_eq!(throttle, RouteThrottle::new(4_000.0, 2_000), "{key}");
             assert!(throttle.rate_per_second > orders.rate_per_second, "{key}");
         }
     }
@@ -300,7 +264,7 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
     .unwrap();
     assert_eq!(
         routes(&overridden)["GET /seckill/activities/{id}"],
-        limit(2.0, 4)
+        Some(RouteThrottle::new(2.0, 4))
     );
 }
 
@@ -313,14 +277,8 @@ fn the_redis_routes_reserve_concurrency_unless_set_to_zero() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let model = load(&path, &overrides, &names()).unwrap();
-        ["GetSaleFunction", "PlaceOrderFunction"].map(|id| {
-            model
-                .functions
-                .iter()
-                .find(|f| f.logical_id == id)
-                .unwrap()
-                .reserved_concurrency
-        })
+        ["GetSaleFunction", "PlaceOrderFunction"]
+            .map(|id| function(&model, id).reserved_concurrency)
     };
     assert_eq!(reserved(&[]), [Some(50), Some(100)]);
     assert_eq!(

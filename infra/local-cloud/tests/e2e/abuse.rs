@@ -5,15 +5,14 @@
 
 use crate::follow::sign_up;
 use crate::hostile::{Raw, WAIT, assert_error, bearer, rfc3339, sale_body, user_token};
-use crate::support::{Api, eventually, options, report, start, unique_stack};
+use crate::support::{Api, eventually, options, report, start, start_with, unique_stack};
 use serde_json::json;
 use std::time::Duration;
 use time::OffsetDateTime;
 
 #[tokio::test]
 async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_accepted() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let user = "textrules";
     let token = bearer(&user_token(user, &[]));
     let operator = bearer(&user_token("operator", &["admin"]));
@@ -118,15 +117,8 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
         ("\u{200B}", "title must not contain U+200B"),
         ("\u{3164}\u{3164}", "title must not contain U+3164"),
     ] {
-        let mut body = sale_body();
-        body["title"] = json!(title);
         let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| body["title"] = json!(title))
             .await;
         assert_error(&answer, 400, "BAD_REQUEST", names, title);
     }
@@ -134,15 +126,8 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
         ("Cafe\u{0301} crème", "Café crème"),
         ("限时抢购 手机", "限时抢购 手机"),
     ] {
-        let mut body = sale_body();
-        body["title"] = json!(title);
         let (status, sale) = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| body["title"] = json!(title))
             .await;
         assert_eq!(
             (status, sale["title"].as_str()),
@@ -165,16 +150,10 @@ async fn names_and_titles_that_hide_or_fake_text_are_400s_and_every_script_is_ac
 #[tokio::test]
 async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transactions() {
     const FUNCTION: &str = "MarkNotificationsReadFunction";
-    let mut options = options(&unique_stack());
-    options
-        .faults
-        .add(&format!("{FUNCTION}:proxy"))
-        .expect("a valid switch");
-    let cloud = start(options).await;
+    let cloud = start_with(&[&format!("{FUNCTION}:proxy")], &[]).await;
     let eve = sign_up(&cloud, "eve").await;
     let fay = sign_up(&cloud, "fay").await;
-    let (status, body) = eve.call("PUT", "/users/fay/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    eve.follow("fay").await;
     let real = eventually(WAIT, "fay is notified", || async {
         let (_, body) = fay.call("GET", "/notifications", None).await;
         body["items"][0]["notificationId"]

@@ -175,11 +175,7 @@ async fn a_failover_event_restores_an_emptied_cache_and_caps_a_stale_stock() {
     ));
 
     // The promoted replica missed the last three admissions: its stock is three too high.
-    let mut connection = redis::Client::open(redis.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut connection = crate::support::redis_connection(&redis.url()).await;
     let _: i64 = redis::cmd("INCRBY")
         .arg(format!("sale:{{{sale}}}:stock"))
         .arg(3)

@@ -12,7 +12,8 @@
 use crate::follow::{follower_count, sign_up};
 use crate::seckill::{buyers, dynamodb_stock, open_sale, order_status, settled};
 use crate::support::{
-    Api, eventually, options, queue_depth, queue_url, report, sdk, start, table, unique_stack,
+    Api, eventually, options, queue_depth, queue_url, report, sdk, start, start_with, table,
+    unique_stack,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -101,25 +102,6 @@ where
     }
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, result)| result).collect()
-}
-
-/// Every notification of `api`'s user, newest first, through every page.
-async fn all_notifications(api: &Api) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let path = match &cursor {
-            Some(cursor) => format!("/notifications?limit=100&cursor={cursor}"),
-            None => "/notifications?limit=100".to_owned(),
-        };
-        let (status, body) = api.call("GET", &path, None).await;
-        assert_eq!(status, 200, "{body}");
-        items.extend(body["items"].as_array().unwrap().iter().cloned());
-        match body["nextCursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return items,
-        }
-    }
 }
 
 /// How many followers `user`'s list holds, through every page.
@@ -238,7 +220,7 @@ async fn a_celebrity_storm_answers_every_follow_and_counts_exactly_under_conflic
     )
     .await;
     eventually(WAIT, "every notification is materialized", || async {
-        (all_notifications(&star).await.len() >= fans).then_some(())
+        (star.all_notifications().await.len() >= fans).then_some(())
     })
     .await;
     storming.store(false, Ordering::Relaxed);
@@ -248,7 +230,7 @@ async fn a_celebrity_storm_answers_every_follow_and_counts_exactly_under_conflic
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counted = follower_count(&star, "star").await as usize;
     let followers = all_followers(&star, "star").await;
-    let notes = all_notifications(&star).await;
+    let notes = star.all_notifications().await;
     let actors: BTreeSet<&str> = notes
         .iter()
         .map(|n| n["actorId"].as_str().unwrap())
@@ -453,19 +435,14 @@ async fn an_order_whose_first_consumer_attempts_fail_is_still_confirmed() {
     // consumer fails its writes for 6 s (about three of its five receives) while reconcile
     // runs every second; with a grace equal to the visibility timeout (as it used to be) the reservation
     // would be released and the order REJECTED when the consumer recovers.
-    let mut options = options(&unique_stack());
-    options
-        .faults
-        .add("OrderConsumerFunction:dynamodb.TransactWriteItems:fail=1")
-        .unwrap();
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &["OrderConsumerFunction:dynamodb.TransactWriteItems:fail=1"],
+        &[],
+    )
+    .await;
     let sale = open_sale(&cloud, 2, 1).await;
     let buyer = Api::new(&cloud, Some("late"));
-    let (status, body) = buyer
-        .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let order = body["orderId"].as_str().unwrap().to_owned();
+    let order = buyer.place_order(&sale).await;
 
     let failing_until = Instant::now() + Duration::from_secs(6);
     let mut released = 0;

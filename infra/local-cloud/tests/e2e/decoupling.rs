@@ -7,9 +7,11 @@
 //! `DECOUPLING_CONTROL=1` adds a third run without the notification consumer at all (the
 //! follows then share the emulator with nothing but the follower counts);
 //! `make bench` runs it longer and keeps the `decoupling:` lines it prints. No loss and no
-//! duplicate are always asserted; the latency ratio only when `DECOUPLING_ASSERT_RATIO=1`: a
-//! few dozen samples on a shared CI machine say nothing about a p99, and on one machine the
-//! emulator's single DynamoDB lock couples the two paths (loadtest/results).
+//! duplicate are always asserted, and so is a bound on the follow's latency that holds on a
+//! loaded 2-core machine (see the test); the design's 1.1x on the p99 only when
+//! `DECOUPLING_ASSERT_RATIO=1`: a few dozen samples on a shared CI machine say nothing about a
+//! p99, and on one machine the emulator's single DynamoDB lock couples the two paths
+//! (loadtest/results).
 
 use crate::support::{
     Api, eventually, options, queue_depth, queue_url, report, sdk, start, unique_stack,
@@ -20,6 +22,8 @@ use std::time::{Duration, Instant};
 
 const NOTIFIER: &str = "NotificationConsumerFunction";
 const POSTERS: usize = 5;
+/// What the fault proxy adds to every notification write in the slowed run.
+const SLOW_WRITE: Duration = Duration::from_millis(500);
 
 fn knob(name: &str, default: f64) -> f64 {
     std::env::var(name)
@@ -74,14 +78,7 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
         .map(|i| Api::new(&cloud, Some(&format!("fan{i}"))))
         .collect();
     for api in posters.iter().chain(&fans) {
-        let (status, body) = api
-            .call(
-                "PUT",
-                "/users/me",
-                Some(serde_json::json!({"displayName": "x"})),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
+        api.put_profile("x").await;
     }
     if slow {
         cloud.faults.set_rules(
@@ -96,7 +93,7 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
                 ]
                 .map(str::to_owned)
                 .to_vec(),
-                action: Action::Delay(Duration::from_millis(500)),
+                action: Action::Delay(SLOW_WRITE),
             }],
         );
     }
@@ -174,23 +171,12 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
     sampling.abort();
     tokio::time::sleep(Duration::from_secs(3)).await;
     for (p, poster) in posters.iter().enumerate() {
-        let mut actors = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let path = match &cursor {
-                Some(c) => format!("/notifications?limit=100&cursor={c}"),
-                None => "/notifications?limit=100".to_owned(),
-            };
-            let (status, listed) = poster.call("GET", &path, None).await;
-            assert_eq!(status, 200, "{listed}");
-            for item in listed["items"].as_array().unwrap() {
-                actors.push(item["actorId"].as_str().unwrap().to_owned());
-            }
-            match listed["nextCursor"].as_str() {
-                Some(next) => cursor = Some(next.to_owned()),
-                None => break,
-            }
-        }
+        let mut actors: Vec<String> = poster
+            .all_notifications()
+            .await
+            .iter()
+            .map(|item| item["actorId"].as_str().unwrap().to_owned())
+            .collect();
         let total = actors.len();
         actors.sort();
         actors.dedup();
@@ -262,6 +248,19 @@ async fn a_slow_notification_store_never_slows_the_follow() {
             "every notification once: 0 lost, 0 duplicated".to_owned(),
         ],
     );
+    // Always asserted, on the median: loadtest/results/decoupling-hot-keys.md measured the p99
+    // of such runs swinging from 0.47x to 2.62x between identical runs on a 2-core machine
+    // (a few dozen samples, one emulator lock shared by every function), while the p50 ratio
+    // stayed within 0.92 to 1.01. A follow that waited for even one notification write would
+    // take the whole delay more; half of it leaves room for a loaded machine.
+    let margin_ms = SLOW_WRITE.as_secs_f64() * 1000.0 / 2.0;
+    assert!(
+        slowed.p50_ms <= baseline.p50_ms + margin_ms,
+        "follow p50 {:.1} ms under a slow notification store vs {:.1} ms without",
+        slowed.p50_ms,
+        baseline.p50_ms
+    );
+    // The design's target, for long runs on a quiet machine (`make bench` sizes them).
     if std::env::var("DECOUPLING_ASSERT_RATIO").as_deref() == Ok("1") {
         assert!(
             ratio <= 1.1,

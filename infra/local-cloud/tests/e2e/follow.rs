@@ -1,8 +1,8 @@
 //! The follow product end to end: follow, the outbox relay, notifications and counters.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_depth, queue_url, report, sdk, start, table,
-    unique_stack,
+    Api, eventually, function_named, options, queue_depth, queue_url, report, sdk, start,
+    start_with, table, unique_stack,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -11,10 +11,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 pub(crate) async fn sign_up(cloud: &local_cloud::cloud::LocalCloud, user: &str) -> Api {
     let api = Api::new(cloud, Some(user));
-    let (status, body) = api
-        .call("PUT", "/users/me", Some(json!({"displayName": user})))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    api.put_profile(user).await;
     api
 }
 
@@ -46,8 +43,7 @@ async fn a_follow_notifies_the_followee_once_ever_and_counts() {
     let alice = sign_up(&cloud, "alice").await;
     let bob = sign_up(&cloud, "bob").await;
 
-    let (status, body) = alice.call("PUT", "/users/bob/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    let body = alice.follow("bob").await;
     assert_eq!(body["following"], true);
     let (_, me) = alice.call("GET", "/users/alice", None).await;
     assert_eq!(
@@ -207,15 +203,15 @@ fn error_of(answer: &(u16, Value)) -> (u16, &str, &str) {
 #[tokio::test]
 async fn a_follow_burst_meets_the_rate_limit_and_the_following_cap_its_409() {
     const RATE: usize = 8;
-    let mut options = options(&unique_stack());
     // Small limits, so that a test meets them: the parameters as an operator sets them.
-    options
-        .parameter_overrides
-        .insert("FollowRatePerMinute".to_owned(), RATE.to_string());
-    options
-        .parameter_overrides
-        .insert("MaxFollowing".to_owned(), "3".to_owned());
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &[],
+        &[
+            ("FollowRatePerMinute", &RATE.to_string()),
+            ("MaxFollowing", "3"),
+        ],
+    )
+    .await;
     for user in ["t0", "t1", "t2", "t3"] {
         sign_up(&cloud, user).await;
     }
@@ -248,8 +244,7 @@ async fn a_follow_burst_meets_the_rate_limit_and_the_following_cap_its_409() {
     );
     let (status, body) = collector.call("DELETE", "/users/t2/follow", None).await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = collector.call("PUT", "/users/t3/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    collector.follow("t3").await;
     let (_, me) = collector.call("GET", "/users/collector", None).await;
     assert_eq!(me["followingCount"], 3, "{me}");
 
@@ -400,14 +395,18 @@ async fn a_poison_message_ends_in_the_dlq_and_replays_after_the_fix() {
         .map(|(q, d)| (q.url.clone(), d.url.clone()))
         .unwrap();
 
+    // frank's events on erin, sent to the follower count's queue as the relay would.
+    let send = async |kind: &str| {
+        sqs.send_message()
+            .queue_url(&queue)
+            .message_body(event(kind, "frank", "erin"))
+            .send()
+            .await
+            .unwrap();
+    };
     // An unfollow whose follow has not been counted can never apply (the count would go
     // negative): it is retried until the redrive policy moves it to the DLQ.
-    sqs.send_message()
-        .queue_url(&queue)
-        .message_body(event("UserUnfollowed", "frank", "erin"))
-        .send()
-        .await
-        .unwrap();
+    send("UserUnfollowed").await;
     eventually(WAIT, "the unfollow lands in the DLQ", || async {
         (queue_depth(&sqs, &dlq).await == 1).then_some(())
     })
@@ -415,12 +414,7 @@ async fn a_poison_message_ends_in_the_dlq_and_replays_after_the_fix() {
     assert_eq!(follower_count(&erin, "erin").await, 0);
 
     // The fix: the follow it depends on arrives and is counted.
-    sqs.send_message()
-        .queue_url(&queue)
-        .message_body(event("UserFollowed", "frank", "erin"))
-        .send()
-        .await
-        .unwrap();
+    send("UserFollowed").await;
     wait_for_followers(&erin, "erin", 1).await;
 
     // The replay, as `make dlq-replay QUEUE=FollowerCountQueue` does: now it applies.

@@ -32,6 +32,13 @@ impl Raw {
         }
     }
 
+    /// A local cloud of the project template on a stack of its own, and a raw client of it.
+    pub(crate) async fn start() -> (LocalCloud, Self) {
+        let cloud = start(options(&unique_stack())).await;
+        let raw = Self::new(&cloud);
+        (cloud, raw)
+    }
+
     /// Sends a request; answers the status and the body as JSON (a string if it is not JSON).
     /// No answer is ever a 5xx: whatever a caller sends, the system keeps working.
     pub(crate) async fn send(
@@ -63,6 +70,23 @@ impl Raw {
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         assert!(status < 500, "{method} {path}: {status} {body}");
         (status, body)
+    }
+
+    /// Asks, with `operator`'s authorization, for a sale of [`sale_body`] as `change` leaves it.
+    pub(crate) async fn create_sale(
+        &self,
+        operator: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> (u16, Value) {
+        let mut body = sale_body();
+        change(&mut body);
+        self.send(
+            "POST",
+            "/seckill/activities",
+            Some(operator),
+            body.to_string(),
+        )
+        .await
     }
 }
 
@@ -130,8 +154,7 @@ pub(crate) fn sale_body() -> Value {
 
 #[tokio::test]
 async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let alice = bearer(&user_token("alice", &[]));
     let operator = bearer(&user_token("operator", &["admin"]));
     sign_up(&cloud, "alice").await;
@@ -244,17 +267,8 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
         ("discount", json!(10), "unknown field `discount`"),
     ];
     for (field, value, names) in sale_cases {
-        let mut body = sale_body();
-        body[field] = value;
-        let what = format!("{field} = {}", body[field]);
-        let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
-            .await;
+        let what = format!("{field} = {value}");
+        let answer = raw.create_sale(&operator, |body| body[field] = value).await;
         assert_error(&answer, 400, "BAD_REQUEST", names, &what);
     }
     for (starts, ends, names) in [
@@ -279,16 +293,11 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
             "endsAt must be after startsAt",
         ),
     ] {
-        let mut body = sale_body();
-        body["startsAt"] = json!(starts);
-        body["endsAt"] = json!(ends);
         let answer = raw
-            .send(
-                "POST",
-                "/seckill/activities",
-                Some(&operator),
-                body.to_string(),
-            )
+            .create_sale(&operator, |body| {
+                body["startsAt"] = json!(starts);
+                body["endsAt"] = json!(ends);
+            })
             .await;
         assert_error(
             &answer,
@@ -392,8 +401,7 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
     let bob = sign_up(&cloud, "bob").await;
     let carol = sign_up(&cloud, "carol").await;
     for fan in [&bob, &carol] {
-        let (status, body) = fan.call("PUT", "/users/alice/follow", None).await;
-        assert_eq!(status, 200, "{body}");
+        fan.follow("alice").await;
     }
     let (status, page) = raw
         .send("GET", "/users/alice/followers?limit=1", Some(&alice), "")
@@ -468,8 +476,7 @@ async fn malformed_bodies_paths_and_queries_are_400s_that_name_the_problem() {
 
 #[tokio::test]
 async fn tokens_and_roles_are_checked_before_anything_is_done() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let secret = DEFAULT_LOCAL_SECRET.as_bytes();
     let now = now_unix();
     let claims = |exp: u64| {
@@ -582,26 +589,13 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
 
 #[tokio::test]
 async fn no_user_reads_or_pays_another_users_order_or_notifications() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let operator = Api::admin(&cloud, "operator");
-    let (status, sale) = operator
-        .call("POST", "/seckill/activities", Some(sale_body()))
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let sale = sale["id"].as_str().unwrap().to_owned();
-    let (status, body) = operator
-        .call("POST", &format!("/seckill/activities/{sale}/publish"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let sale = crate::seckill::create_and_publish(&operator, sale_body()).await;
 
     let ann = Api::new(&cloud, Some("ann"));
     let bob = Api::new(&cloud, Some("bob"));
-    let (status, placed) = ann
-        .call("POST", &format!("/seckill/activities/{sale}/orders"), None)
-        .await;
-    assert_eq!(status, 202, "{placed}");
-    let order = placed["orderId"].as_str().unwrap().to_owned();
+    let order = ann.place_order(&sale).await;
     // A well-formed order id that exists nowhere: what bob must see for ann's, byte for byte.
     let unknown = format!("{sale}.{}", uuid::Uuid::now_v7().simple());
     let (_, unknown_answer) = bob.call("GET", &format!("/orders/{unknown}"), None).await;
@@ -648,8 +642,7 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
     // Notifications are the caller's only: the route has no user in its path at all.
     let cat = sign_up(&cloud, "cat").await;
     let dan = sign_up(&cloud, "dan").await;
-    let (status, body) = cat.call("PUT", "/users/dan/follow", None).await;
-    assert_eq!(status, 200, "{body}");
+    cat.follow("dan").await;
     let notification = eventually(WAIT, "dan is notified", || async {
         let (status, body) = dan.call("GET", "/notifications", None).await;
         assert_eq!(status, 200, "{body}");
@@ -702,8 +695,7 @@ async fn no_user_reads_or_pays_another_users_order_or_notifications() {
 
 #[tokio::test]
 async fn a_body_over_16_kib_is_413_on_every_route_before_it_is_read() {
-    let cloud = start(options(&unique_stack())).await;
-    let raw = Raw::new(&cloud);
+    let (cloud, raw) = Raw::start().await;
     let user = bearer(&user_token("bulky", &[]));
     let admin = bearer(&user_token("ops", &["admin"]));
     // Well-formed JSON, padded past the limit: refused for its size, not its content.

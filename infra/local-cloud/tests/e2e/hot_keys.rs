@@ -89,14 +89,7 @@ async fn the_hottest_item_takes_at_most_a_tenth_of_a_write_per_follow_and_per_or
     concurrently(n, 32, |i| {
         let fan = fans[i].clone();
         async move {
-            let (status, body) = fan
-                .call(
-                    "PUT",
-                    "/users/me",
-                    Some(serde_json::json!({"displayName": "fan"})),
-                )
-                .await;
-            assert_eq!(status, 200, "{body}");
+            fan.put_profile("fan").await;
         }
     })
     .await;
@@ -106,8 +99,7 @@ async fn the_hottest_item_takes_at_most_a_tenth_of_a_write_per_follow_and_per_or
     concurrently(n, n, |i| {
         let fan = fans[i].clone();
         async move {
-            let (status, body) = fan.call("PUT", "/users/star/follow", None).await;
-            assert_eq!(status, 200, "{body}");
+            fan.follow("star").await;
         }
     })
     .await;

@@ -7,7 +7,7 @@
 //! other test.
 
 use crate::seckill::{buyers, crowd, dynamodb_stock, open_sale, order_status, settled};
-use crate::support::{Api, eventually, options, report, sdk, start, unique_stack};
+use crate::support::{Api, eventually, options, report, start, unique_stack};
 use local_cloud::cloud::LocalCloud;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
@@ -74,11 +74,7 @@ impl OwnRedis {
     }
 
     async fn flushall(&self) {
-        let mut connection = redis::Client::open(self.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut connection = crate::support::redis_connection(&self.url()).await;
         let _: () = redis::cmd("FLUSHALL")
             .query_async(&mut connection)
             .await
@@ -143,23 +139,29 @@ pub(crate) async fn redis_stock_is(cloud: &LocalCloud, sale: &str, expected: i64
     .await;
 }
 
+/// Every one of `buyers` orders at once and is admitted by Redis; each order then settles as
+/// `status` (CONFIRMED, or REJECTED by DynamoDB when Redis admitted a buyer it forgot), and
+/// joins `accepted`.
+async fn admitted_and_settled(
+    cloud: &LocalCloud,
+    sale: &str,
+    buyers: &[String],
+    status: &str,
+    accepted: &mut Vec<(String, String)>,
+) {
+    let (admitted, rejected) = crowd(cloud, sale, buyers).await;
+    assert_eq!(admitted.len(), buyers.len(), "{rejected:?}");
+    assert_eq!(
+        settled(cloud, &admitted).await,
+        BTreeMap::from([(status.to_owned(), buyers.len())])
+    );
+    accepted.extend(admitted);
+}
+
 /// `units` of the buyer's item in the commerce table: what DynamoDB counts the user holds.
 async fn dynamodb_units(cloud: &LocalCloud, sale: &str, buyer: &str) -> i64 {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let table = crate::support::table(cloud, "CommerceTable");
-    let item = aws_sdk_dynamodb::Client::new(&sdk().await)
-        .get_item()
-        .table_name(table)
-        .key(
-            "pk",
-            AttributeValue::S(format!("SALE#{sale}#BUYER#{buyer}")),
-        )
-        .key("sk", AttributeValue::S("BUYER".into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item;
+    let item =
+        crate::support::commerce_item(cloud, format!("SALE#{sale}#BUYER#{buyer}"), "BUYER").await;
     item.and_then(|item| item.get("units")?.as_n().ok()?.parse().ok())
         .unwrap_or(0)
 }
@@ -200,13 +202,7 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
 
     // a0..a4 buy their one unit each.
     let first = buyers("a", 5);
-    let (bought, rejected) = crowd(&cloud, &sale, &first).await;
-    assert_eq!(bought.len(), 5, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &bought).await,
-        BTreeMap::from([("CONFIRMED".to_owned(), 5)])
-    );
-    accepted.extend(bought);
+    admitted_and_settled(&cloud, &sale, &first, "CONFIRMED", &mut accepted).await;
 
     // FLUSHALL: until the sale is preheated again, orders find no sale.
     redis.flushall().await;
@@ -217,22 +213,11 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     redis_stock_is(&cloud, &sale, STOCK - 5).await;
 
     // Redis forgot who bought: a0..a4 are admitted again, and DynamoDB refuses them.
-    let (again, rejected) = crowd(&cloud, &sale, &first).await;
-    assert_eq!(again.len(), 5, "Redis admits them again: {rejected:?}");
-    assert_eq!(
-        settled(&cloud, &again).await,
-        BTreeMap::from([("REJECTED".to_owned(), 5)])
-    );
-    accepted.extend(again);
+    admitted_and_settled(&cloud, &sale, &first, "REJECTED", &mut accepted).await;
     // Their units are given back to Redis: new buyers get them.
     redis_stock_is(&cloud, &sale, STOCK - 5).await;
-    let (fresh, rejected) = crowd(&cloud, &sale, &buyers("n", 3)).await;
-    assert_eq!(fresh.len(), 3, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &fresh).await,
-        BTreeMap::from([("CONFIRMED".to_owned(), 3)])
-    );
-    accepted.extend(fresh);
+    let fresh = buyers("n", 3);
+    admitted_and_settled(&cloud, &sale, &fresh, "CONFIRMED", &mut accepted).await;
     assert_eq!(dynamodb_stock(&cloud, &sale).await, STOCK - 8);
 
     // kill -9, then an empty redis-server on the same port.
@@ -268,13 +253,8 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     redis_stock_is(&cloud, &sale, STOCK - 8).await;
 
     // Forgotten again: a0 and a1 are admitted and refused; then the last units sell.
-    let (again, rejected) = crowd(&cloud, &sale, &buyers("a", 2)).await;
-    assert_eq!(again.len(), 2, "{rejected:?}");
-    assert_eq!(
-        settled(&cloud, &again).await,
-        BTreeMap::from([("REJECTED".to_owned(), 2)])
-    );
-    accepted.extend(again);
+    let again = buyers("a", 2);
+    admitted_and_settled(&cloud, &sale, &again, "REJECTED", &mut accepted).await;
     redis_stock_is(&cloud, &sale, STOCK - 8).await;
     let (last, rejected) = crowd(&cloud, &sale, &buyers("m", 4)).await;
     assert_eq!(last.len(), 2, "{rejected:?}");

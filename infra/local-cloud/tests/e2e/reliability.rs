@@ -8,7 +8,8 @@
 use crate::follow::{burst, follower_count, notifications, sign_up};
 use crate::seckill::{buyers, crowd, detail, dynamodb_stock, open_sale, settled};
 use crate::support::{
-    Api, eventually, options, queue_depth, queue_url, report, sdk, start, unique_stack,
+    Api, eventually, options, queue_depth, queue_url, report, sdk, start, start_with,
+    status_and_code, unique_stack,
 };
 use local_cloud::cloud::LocalCloud;
 use local_cloud::faults::{Action, Crash, Rule, Service};
@@ -243,13 +244,15 @@ async fn consumers_killed_mid_batch_lose_and_duplicate_nothing() {
 
 #[tokio::test]
 async fn random_failures_retry_and_the_dlq_replays_without_loss() {
-    let mut options = options(&unique_stack());
-    let mut plan = options.faults.clone();
-    plan.add(&format!("{NOTIFIER}:dynamodb:fail=1")).unwrap();
-    plan.add(&format!("{COUNTER}:dynamodb:fail=0.2")).unwrap();
-    plan.add(&format!("{ORDERS}:dynamodb:fail=0.2")).unwrap();
-    options.faults = plan;
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &[
+            &format!("{NOTIFIER}:dynamodb:fail=1"),
+            &format!("{COUNTER}:dynamodb:fail=0.2"),
+            &format!("{ORDERS}:dynamodb:fail=0.2"),
+        ],
+        &[],
+    )
+    .await;
     let sqs = aws_sdk_sqs::Client::new(&sdk().await);
     let star = sign_up(&cloud, "star").await;
     let (apis, names) = fans(&cloud, "fan", 10).await;
@@ -309,31 +312,18 @@ async fn random_failures_retry_and_the_dlq_replays_without_loss() {
 
 #[tokio::test]
 async fn a_failing_order_queue_answers_503_and_keeps_no_reservation() {
-    let mut options = options(&unique_stack());
-    options
-        .faults
-        .add(&format!("{PLACE_ORDER}:sqs.SendMessage:fail=1"))
-        .unwrap();
-    let cloud = start(options).await;
+    let cloud = start_with(&[&format!("{PLACE_ORDER}:sqs.SendMessage:fail=1")], &[]).await;
     let sale = open_sale(&cloud, 3, 1).await;
     let path = format!("/seckill/activities/{sale}/orders");
     for buyer in buyers("b", 5) {
-        let (status, body) = Api::new(&cloud, Some(&buyer))
+        let answer = Api::new(&cloud, Some(&buyer))
             .call("POST", &path, None)
             .await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (503, Some("RETRY")),
-            "{body}"
-        );
+        assert_eq!(status_and_code(&answer), (503, Some("RETRY")), "{answer:?}");
     }
     // Every reservation was given back: the stock is whole and nothing is pending.
     assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 3);
-    let mut redis = redis::Client::open(std::env::var("REDIS_URL").unwrap())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = crate::support::redis_connection(&std::env::var("REDIS_URL").unwrap()).await;
     let pending: usize = redis::cmd("HLEN")
         .arg(format!("sale:{{{sale}}}:pending"))
         .query_async(&mut redis)
@@ -362,9 +352,7 @@ async fn a_failing_order_queue_answers_503_and_keeps_no_reservation() {
 
 #[tokio::test]
 async fn a_relay_failing_for_a_while_delivers_everything_once_in_order() {
-    let mut options = options(&unique_stack());
-    options.faults.add(&format!("{RELAY}:sqs:fail=1")).unwrap();
-    let cloud = start(options).await;
+    let cloud = start_with(&[&format!("{RELAY}:sqs:fail=1")], &[]).await;
     let bob = sign_up(&cloud, "bob").await;
     let alice = sign_up(&cloud, "alice").await;
     let carol = sign_up(&cloud, "carol").await;
@@ -394,13 +382,9 @@ async fn a_relay_failing_for_a_while_delivers_everything_once_in_order() {
 
 #[tokio::test]
 async fn concurrent_follow_and_unfollow_keep_counts_equal_to_edges() {
-    let mut options = options(&unique_stack());
     // alice's 24 attempts at once test concurrency, not abuse: lifted well above the follow
     // rate limit's default (30 a minute), which they would come close to.
-    options
-        .parameter_overrides
-        .insert("FollowRatePerMinute".to_owned(), "1000".to_owned());
-    let cloud = start(options).await;
+    let cloud = start_with(&[], &[("FollowRatePerMinute", "1000")]).await;
     let bob = sign_up(&cloud, "bob").await;
     let alice = sign_up(&cloud, "alice").await;
     // One pair: 12 follows and 12 unfollows at once.
@@ -458,14 +442,15 @@ async fn concurrent_follow_and_unfollow_keep_counts_equal_to_edges() {
 
 #[tokio::test]
 async fn a_follow_that_times_out_leaves_whole_state_and_its_retry_changes_nothing() {
-    let mut options = options(&unique_stack());
     // The transaction lands, but its answer comes after the function's 1 s timeout.
-    options.faults.add(&format!("{FOLLOW}:timeout=1s")).unwrap();
-    options
-        .faults
-        .add(&format!("{FOLLOW}:dynamodb.TransactWriteItems:hang=2s"))
-        .unwrap();
-    let cloud = start(options).await;
+    let cloud = start_with(
+        &[
+            &format!("{FOLLOW}:timeout=1s"),
+            &format!("{FOLLOW}:dynamodb.TransactWriteItems:hang=2s"),
+        ],
+        &[],
+    )
+    .await;
     let bob = sign_up(&cloud, "bob").await;
     let alice = sign_up(&cloud, "alice").await;
     let (status, body) = alice.call("PUT", "/users/bob/follow", None).await;

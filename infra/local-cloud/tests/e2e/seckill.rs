@@ -2,7 +2,8 @@
 //! payment windows, and Redis losing its data mid-sale.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_url, sdk, start, unique_stack,
+    Api, eventually, function_named, options, queue_url, sdk, start, start_with, status_and_code,
+    unique_stack,
 };
 use local_cloud::cloud::{CloudOptions, LocalCloud};
 use serde_json::{Value, json};
@@ -111,23 +112,8 @@ pub(crate) async fn detail(cloud: &LocalCloud, sale: &str) -> Value {
 
 /// The sale's stock as DynamoDB, the final guard, counts it.
 pub(crate) async fn dynamodb_stock(cloud: &LocalCloud, sale: &str) -> i64 {
-    let table = crate::support::table(cloud, "CommerceTable");
-    let item = aws_sdk_dynamodb::Client::new(&sdk().await)
-        .get_item()
-        .table_name(table)
-        .key(
-            "pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("SALE#{sale}")),
-        )
-        .key(
-            "sk",
-            aws_sdk_dynamodb::types::AttributeValue::S("SALE".into()),
-        )
-        .consistent_read(true)
-        .send()
+    let item = crate::support::commerce_item(cloud, format!("SALE#{sale}"), "SALE")
         .await
-        .unwrap()
-        .item
         .unwrap();
     item["stockRemaining"].as_n().unwrap().parse().unwrap()
 }
@@ -136,10 +122,15 @@ pub(crate) fn buyers(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
-fn without_order_consumer(cloud: &LocalCloud, stack: &str) -> CloudOptions {
-    let mut options = options(stack);
-    options.disabled_sources = vec![function_named(cloud, "order-consumer")];
-    options
+/// A fresh stack, and its options with the order consumer not running (a probe start of the
+/// stack names the function that runs it); `options(&stack)` runs it again.
+async fn without_order_consumer() -> (String, CloudOptions) {
+    let stack = unique_stack();
+    let probe = start(options(&stack)).await;
+    let mut held = options(&stack);
+    held.disabled_sources = vec![function_named(&probe, "order-consumer")];
+    probe.stop().await;
+    (stack, held)
 }
 
 #[tokio::test]
@@ -163,10 +154,7 @@ async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
 
 #[tokio::test]
 async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
-    let stack = unique_stack();
-    let probe = start(options(&stack)).await;
-    let held = without_order_consumer(&probe, &stack);
-    probe.stop().await;
+    let (stack, held) = without_order_consumer().await;
 
     // Orders are admitted while the consumer is down, so DynamoDB has counted none of them
     // when Redis loses the sale.
@@ -174,11 +162,7 @@ async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
     let sale = open_sale(&cloud, 10, 1).await;
     let (first, _) = crowd(&cloud, &sale, &buyers("early", 6)).await;
     assert_eq!(first.len(), 6);
-    let mut redis = redis::Client::open(std::env::var("REDIS_URL").unwrap())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = crate::support::redis_connection(&std::env::var("REDIS_URL").unwrap()).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("sale:{{{sale}}}:*"))
         .query_async(&mut redis)
@@ -212,10 +196,7 @@ async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
 
 #[tokio::test]
 async fn every_order_event_delivered_twice_yields_one_order() {
-    let stack = unique_stack();
-    let probe = start(options(&stack)).await;
-    let held = without_order_consumer(&probe, &stack);
-    probe.stop().await;
+    let (stack, held) = without_order_consumer().await;
 
     let cloud = start(held).await;
     let sale = open_sale(&cloud, 5, 1).await;
@@ -273,11 +254,7 @@ async fn every_order_event_delivered_twice_yields_one_order() {
 
 #[tokio::test]
 async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
-    let mut short_window = options(&unique_stack());
-    short_window
-        .parameter_overrides
-        .insert("PaymentWindowSeconds".to_owned(), "2".to_owned());
-    let cloud = start(short_window).await;
+    let cloud = start_with(&[], &[("PaymentWindowSeconds", "2")]).await;
     let sale = open_sale(&cloud, 1, 1).await;
 
     let (first, _) = crowd(&cloud, &sale, &buyers("slow", 1)).await;
@@ -286,18 +263,15 @@ async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
         (order_status(&cloud, &buyer, &order).await.as_deref() == Some("CANCELLED")).then_some(())
     })
     .await;
-    let (status, body) = Api::new(&cloud, Some(&buyer))
+    let answer = Api::new(&cloud, Some(&buyer))
         .call(
             "POST",
             &format!("/orders/{order}/pay"),
             Some(json!({"method": "ONLINE"})),
         )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (409, Some("ORDER_NOT_PAYABLE")),
-        "{body}"
-    );
+    let not_payable = (409, Some("ORDER_NOT_PAYABLE"));
+    assert_eq!(status_and_code(&answer), not_payable, "{answer:?}");
     assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 1);
     assert_eq!(dynamodb_stock(&cloud, &sale).await, 1);
 

@@ -60,6 +60,24 @@ pub async fn start(options: CloudOptions) -> LocalCloud {
         .expect("the local cloud starts")
 }
 
+/// Starts the project template on a stack of its own with these fault switches (as
+/// `--fault` takes them) on and these template parameters overridden.
+pub async fn start_with(faults: &[&str], parameters: &[(&str, &str)]) -> LocalCloud {
+    let mut options = options(&unique_stack());
+    for switch in faults {
+        options
+            .faults
+            .add(switch)
+            .unwrap_or_else(|err| panic!("fault switch {switch}: {err:#}"));
+    }
+    for (name, value) in parameters {
+        options
+            .parameter_overrides
+            .insert((*name).to_owned(), (*value).to_owned());
+    }
+    start(options).await
+}
+
 /// The logical id of the function built from `binary`.
 pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
     cloud
@@ -74,24 +92,11 @@ pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
 
 /// The physical name of a table, and the URL of a queue, by logical id.
 pub fn table(cloud: &LocalCloud, logical_id: &str) -> String {
-    cloud
-        .model
-        .tables
-        .iter()
-        .find(|t| t.logical_id == logical_id)
-        .unwrap()
-        .name
-        .clone()
+    cloud.model.table(logical_id).unwrap().name.clone()
 }
 
 pub fn queue_url(cloud: &LocalCloud, logical_id: &str) -> String {
-    let queue = cloud
-        .model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == logical_id)
-        .unwrap();
-    queue.url.clone()
+    cloud.model.queue(logical_id).unwrap().url.clone()
 }
 
 pub async fn sdk() -> aws_config::SdkConfig {
@@ -172,6 +177,91 @@ impl Api {
         };
         (status, json)
     }
+
+    /// Creates or updates the user's profile, which must answer 200; answers the profile.
+    pub async fn put_profile(&self, display_name: &str) -> Value {
+        let (status, body) = self
+            .call(
+                "PUT",
+                "/users/me",
+                Some(serde_json::json!({ "displayName": display_name })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Sends a request without a body, which must answer `expected`; answers the body.
+    pub async fn expect(&self, method: &str, path: &str, expected: u16) -> Value {
+        let (status, body) = self.call(method, path, None).await;
+        assert_eq!(status, expected, "{method} {path}: {body}");
+        body
+    }
+
+    /// Follows `user`; answers the relationship.
+    pub async fn follow(&self, user: &str) -> Value {
+        self.expect("PUT", &format!("/users/{user}/follow"), 200)
+            .await
+    }
+
+    /// Places one order of one unit on `sale`, which must be accepted; answers its id.
+    pub async fn place_order(&self, sale: &str) -> String {
+        let path = format!("/seckill/activities/{sale}/orders");
+        let body = self.expect("POST", &path, 202).await;
+        body["orderId"].as_str().unwrap().to_owned()
+    }
+
+    /// Every notification of the user, newest first, through every page.
+    pub async fn all_notifications(&self) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(cursor) => format!("/notifications?limit=100&cursor={cursor}"),
+                None => "/notifications?limit=100".to_owned(),
+            };
+            let (status, body) = self.call("GET", &path, None).await;
+            assert_eq!(status, 200, "{body}");
+            items.extend(body["items"].as_array().unwrap().iter().cloned());
+            match body["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return items,
+            }
+        }
+    }
+}
+
+/// An answer's status and error code (`None` when its body names none).
+pub fn status_and_code(answer: &(u16, Value)) -> (u16, Option<&str>) {
+    (answer.0, answer.1["error"]["code"].as_str())
+}
+
+/// A connection to the Redis at `url`.
+pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The item under (`pk`, `sk`) in the stack's commerce table, read consistently.
+pub async fn commerce_item(
+    cloud: &LocalCloud,
+    pk: String,
+    sk: &str,
+) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    aws_sdk_dynamodb::Client::new(&sdk().await)
+        .get_item()
+        .table_name(table(cloud, "CommerceTable"))
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
 }
 
 /// Polls `probe` until it answers `Some`, or panics after `timeout` with `what`.

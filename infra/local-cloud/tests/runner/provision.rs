@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeyType, ProjectionType, StreamViewType, TimeToLiveStatus,
+    AttributeValue, KeyType, ProjectionType, StreamViewType, TableDescription, TimeToLiveStatus,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use local_cloud::model::{Model, QueueSpec};
@@ -33,6 +33,32 @@ async fn clients() -> Clients {
     }
 }
 
+impl Clients {
+    async fn provision(&self, model: &Model) -> anyhow::Result<()> {
+        provision(model, &self.dynamodb, &self.sqs).await
+    }
+
+    /// The description of `table`, which must exist.
+    async fn describe(&self, table: &str) -> TableDescription {
+        let described = self
+            .dynamodb
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .unwrap_or_else(|err| panic!("table {table}: {err:?}"));
+        described.table.expect("a description")
+    }
+}
+
+/// The emulator's clients, a stack name no other test uses (`prefix` and a random part) and
+/// the template at `path` loaded under it.
+async fn fresh(path: &Path, prefix: &str) -> (Clients, String, Model) {
+    let stack = unique(prefix);
+    let model = load(path, &stack);
+    (clients().await, stack, model)
+}
+
 fn region() -> String {
     endpoint("AWS_REGION")
 }
@@ -53,11 +79,7 @@ fn load(path: &Path, stack: &str) -> Model {
 }
 
 fn queue<'m>(model: &'m Model, id: &str) -> &'m QueueSpec {
-    model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == id)
-        .unwrap_or_else(|| panic!("queue {id}"))
+    model.queue(id).unwrap_or_else(|| panic!("queue {id}"))
 }
 
 fn queue_arn(name: &str) -> String {
@@ -94,24 +116,25 @@ fn redrive_policy(attributes: &BTreeMap<String, String>) -> serde_json::Value {
 
 #[tokio::test]
 async fn fixture_template_provisions_tables_and_queues_idempotently() {
-    let clients = clients().await;
-    let stack = unique("fx");
-    let model = load(&fixture_template(), &stack);
+    let (clients, stack, model) = fresh(&fixture_template(), "fx").await;
 
-    provision(&model, &clients.dynamodb, &clients.sqs)
-        .await
-        .expect("first provisioning");
+    clients.provision(&model).await.expect("first provisioning");
     let table = format!("{stack}-ItemsTable");
+    // An item written between the two provisionings, which the second must keep.
+    let kept = std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S("kept".into())),
+        ("sk".to_owned(), AttributeValue::S("across runs".into())),
+    ]);
     clients
         .dynamodb
         .put_item()
         .table_name(&table)
-        .item("pk", AttributeValue::S("kept".into()))
-        .item("sk", AttributeValue::S("across runs".into()))
+        .set_item(Some(kept.clone()))
         .send()
         .await
         .expect("put an item");
-    provision(&model, &clients.dynamodb, &clients.sqs)
+    clients
+        .provision(&model)
         .await
         .expect("provisioning again changes nothing and fails on nothing");
 
@@ -119,8 +142,7 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
         .dynamodb
         .get_item()
         .table_name(&table)
-        .key("pk", AttributeValue::S("kept".into()))
-        .key("sk", AttributeValue::S("across runs".into()))
+        .set_key(Some(kept))
         .send()
         .await
         .expect("get the item");
@@ -129,14 +151,7 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
         "re-provisioning keeps the table's data"
     );
 
-    let described = clients
-        .dynamodb
-        .describe_table()
-        .table_name(&table)
-        .send()
-        .await
-        .expect("the table exists");
-    let description = described.table().expect("a description");
+    let description = clients.describe(&table).await;
     let keys: Vec<_> = description
         .key_schema()
         .iter()
@@ -201,25 +216,15 @@ async fn fixture_template_provisions_tables_and_queues_idempotently() {
 
 #[tokio::test]
 async fn project_template_provisions_streams_and_redrive_policies() {
-    let clients = clients().await;
-    let stack = unique("pj");
-    let model = load(&project_template(), &stack);
+    let (clients, stack, model) = fresh(&project_template(), "pj").await;
 
-    provision(&model, &clients.dynamodb, &clients.sqs)
-        .await
-        .expect("first provisioning");
-    provision(&model, &clients.dynamodb, &clients.sqs)
+    clients.provision(&model).await.expect("first provisioning");
+    clients
+        .provision(&model)
         .await
         .expect("second provisioning");
 
-    let social = clients
-        .dynamodb
-        .describe_table()
-        .table_name(format!("{stack}-SocialTable"))
-        .send()
-        .await
-        .expect("the social table exists");
-    let social = social.table().expect("a description");
+    let social = clients.describe(&format!("{stack}-SocialTable")).await;
     let stream = social.stream_specification().expect("a stream");
     assert!(stream.stream_enabled());
     assert_eq!(
@@ -267,7 +272,8 @@ async fn a_queue_url_the_emulator_does_not_give_is_an_error() {
     wrong.sqs_endpoint = "http://sqs.example.invalid:1".into();
     let model = template::load(&fixture_template(), &BTreeMap::new(), &wrong).unwrap();
 
-    let err = provision(&model, &clients.dynamodb, &clients.sqs)
+    let err = clients
+        .provision(&model)
         .await
         .expect_err("the URLs cannot match");
     let err = format!("{err:#}");

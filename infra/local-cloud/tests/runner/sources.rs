@@ -61,13 +61,7 @@ async fn stream_records_are_filtered_and_a_poison_record_is_isolated_then_report
     let config = sdk().await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&config);
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let table = &cloud
-        .model
-        .tables
-        .iter()
-        .find(|t| t.logical_id == "ItemsTable")
-        .unwrap()
-        .name;
+    let table = &cloud.model.table("ItemsTable").unwrap().name;
     for (pk, kind, poison) in [
         ("keep-1", "keep", false),
         ("drop-2", "drop", false),

@@ -77,9 +77,7 @@ pub async fn sdk() -> aws_config::SdkConfig {
 pub fn queue_url(cloud: &LocalCloud, logical_id: &str) -> String {
     let queue = cloud
         .model
-        .queues
-        .iter()
-        .find(|q| q.logical_id == logical_id)
+        .queue(logical_id)
         .unwrap_or_else(|| panic!("no queue {logical_id}"));
     format!(
         "{}/{}/{}",
