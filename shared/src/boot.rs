@@ -12,7 +12,7 @@ use aws_config::SdkConfig;
 use tokio::sync::OnceCell;
 
 use crate::cloud::{self, Clients};
-use crate::config::Env;
+use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
 use crate::seckill::redis_store::RedisSales;
 use crate::seckill::reservations::RedisReservations;
@@ -20,6 +20,7 @@ use crate::seckill::sale_store::DynamoSaleStore;
 use crate::social::DynamoSocialStore;
 use crate::social::derived_store::DynamoDerivedStore;
 use crate::telemetry;
+use aws_sdk_dynamodb::Client as DynamoClient;
 
 /// A function's cold start in progress.
 pub struct Boot {
@@ -61,28 +62,30 @@ impl Boot {
             .await
     }
 
+    /// A DynamoDB adapter built by its `from_env`, on the shared client.
+    async fn table<T>(&self, from_env: fn(&Env, DynamoClient) -> Result<T, ConfigError>) -> T {
+        let client = self.clients().await.dynamodb.clone();
+        self.must(from_env(&self.env, client))
+    }
+
     /// The follows, profiles and outbox (`SOCIAL_TABLE`).
     pub async fn social_store(&self) -> DynamoSocialStore {
-        let client = self.clients().await.dynamodb.clone();
-        self.must(DynamoSocialStore::from_env(&self.env, client))
+        self.table(DynamoSocialStore::from_env).await
     }
 
     /// The notifications and follower counts (`SOCIAL_TABLE`).
     pub async fn derived_store(&self) -> DynamoDerivedStore {
-        let client = self.clients().await.dynamodb.clone();
-        self.must(DynamoDerivedStore::from_env(&self.env, client))
+        self.table(DynamoDerivedStore::from_env).await
     }
 
     /// The orders and their stock (`COMMERCE_TABLE`).
     pub async fn order_store(&self) -> DynamoOrderStore {
-        let client = self.clients().await.dynamodb.clone();
-        self.must(DynamoOrderStore::from_env(&self.env, client))
+        self.table(DynamoOrderStore::from_env).await
     }
 
     /// The sales (`COMMERCE_TABLE`).
     pub async fn sale_store(&self) -> DynamoSaleStore {
-        let client = self.clients().await.dynamodb.clone();
-        self.must(DynamoSaleStore::from_env(&self.env, client))
+        self.table(DynamoSaleStore::from_env).await
     }
 
     /// The sale cache and admission scripts on a Redis connection of their own (a function

@@ -346,25 +346,24 @@ mod tests {
     }
 
     #[test]
-    fn an_internal_error_hides_its_cause() {
-        let cause = anyhow::anyhow!("table arn:aws:dynamodb:secret-table is throttled");
-        let response = ApiError::internal(cause).into_response();
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(
-            body_json(&response),
-            json!({"error": {"code": "INTERNAL", "message": "internal error"}})
-        );
-    }
-
-    #[test]
-    fn a_store_outage_is_a_503_to_retry_without_its_cause() {
-        let cause = anyhow::anyhow!("connection refused to redis://10.0.0.7:6379");
-        let response = ApiError::store_unavailable(cause).into_response();
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(
-            body_json(&response),
-            json!({"error": {"code": "RETRY", "message": "briefly unavailable, please retry"}})
-        );
+    fn a_failure_of_ours_or_of_a_store_answers_without_its_cause() {
+        let internal = anyhow::anyhow!("table arn:aws:dynamodb:secret-table is throttled");
+        let outage = anyhow::anyhow!("connection refused to redis://10.0.0.7:6379");
+        for (error, status, body) in [
+            (
+                ApiError::internal(internal),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": {"code": "INTERNAL", "message": "internal error"}}),
+            ),
+            (
+                ApiError::store_unavailable(outage),
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": {"code": "RETRY", "message": "briefly unavailable, please retry"}}),
+            ),
+        ] {
+            let response = error.into_response();
+            assert_eq!((response.status(), body_json(&response)), (status, body));
+        }
     }
 
     #[derive(serde::Deserialize, Debug)]

@@ -18,6 +18,14 @@ fn store_error(err: NotificationStoreError) -> ApiError {
     }
 }
 
+/// How many of the caller's notifications are unread.
+async fn unread_count(store: &dyn NotificationStore, caller: &Caller) -> Result<u64, ApiError> {
+    store
+        .unread_count(&caller.user_id)
+        .await
+        .map_err(store_error)
+}
+
 /// `GET /notifications?limit=&cursor=`: the caller's notifications, newest first.
 pub async fn list_notifications(
     store: &dyn NotificationStore,
@@ -29,10 +37,7 @@ pub async fn list_notifications(
         .page(&caller.user_id, limit, cursor.as_ref())
         .await
         .map_err(store_error)?;
-    let unread = store
-        .unread_count(&caller.user_id)
-        .await
-        .map_err(store_error)?;
+    let unread = unread_count(store, &caller).await?;
     Ok(json(
         StatusCode::OK,
         &body!({
@@ -96,10 +101,7 @@ pub async fn mark_notifications_read(
             outcome.failed.len()
         )));
     }
-    let unread = store
-        .unread_count(&caller.user_id)
-        .await
-        .map_err(store_error)?;
+    let unread = unread_count(store, &caller).await?;
     Ok(json(
         StatusCode::OK,
         &body!({"marked": outcome.applied.len(), "unreadCount": unread}),
