@@ -29,13 +29,14 @@ use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, s, start_key, write_retrying,
+    Item as Attributes, TransactError, Transaction, get_consistent, get_n, get_s, key, n,
+    query_page, s, start_key, write_retrying,
 };
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The items of a follow or unfollow transaction, named so that a failure says which.
@@ -54,8 +55,6 @@ enum Item {
 /// The update that counts an attempt in its window, unless the window is full.
 const COUNT_ATTEMPT: &str = "SET entity = :entity, expiresAt = :expires ADD attempts :one";
 const WINDOW_HAS_ROOM: &str = "attribute_not_exists(attempts) OR attempts < :limit";
-
-type Attributes = HashMap<String, AttributeValue>;
 
 impl DynamoSocialStore {
     fn edge_key(&self, relationship: &Relationship) -> Attributes {
@@ -98,17 +97,11 @@ impl DynamoSocialStore {
         follower: &UserId,
         max_following: u32,
     ) -> Result<FollowWrite, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(follower), PROFILE_SK)))
-            .projection_expression("followingCount")
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the follower's count")?;
-        let Some(item) = output.item else {
+        let key = key(user_pk(follower), PROFILE_SK);
+        let failed = "failed to read the follower's count";
+        let projection = Some("followingCount");
+        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let Some(item) = item else {
             return Ok(FollowWrite::NoFollowerProfile);
         };
         let count: u64 = get_n(&item, "followingCount").context("bad profile item")?;
@@ -318,17 +311,11 @@ impl GraphStore for DynamoSocialStore {
 
     #[tracing::instrument(skip_all, fields(follower = %relationship.follower, followee = %relationship.followee))]
     async fn followed_at(&self, relationship: &Relationship) -> Result<Option<String>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(self.edge_key(relationship)))
-            .projection_expression("followedAt")
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the edge")?;
-        let Some(item) = output.item else {
+        let key = self.edge_key(relationship);
+        let failed = "failed to read the edge";
+        let projection = Some("followedAt");
+        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let Some(item) = item else {
             return Ok(None);
         };
         let at = get_s(&item, "followedAt").context("bad edge item")?;
@@ -348,37 +335,24 @@ impl GraphStore for DynamoSocialStore {
         let start = cursor
             .map(|cursor| index.start_key(user, cursor))
             .transpose()?;
-        let output = self
+        let query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(index.name)
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", index.pk)
-            .expression_attribute_values(":pk", s(partition))
-            .scan_index_forward(false)
-            .limit(limit.get() as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .context("failed to query the follow index")
-            .map_err(StoreError)?;
-        let entries = output
-            .items()
-            .iter()
-            .map(|item| {
-                let user = get_s(item, index.other)?;
-                Ok(EdgeEntry {
-                    user: UserId::parse(user).context("stored user id is not a valid id")?,
-                    followed_at: get_s(item, "followedAt")?.to_owned(),
-                })
+            .expression_attribute_values(":pk", s(partition));
+        let entry = |item: &Attributes| {
+            let user = get_s(item, index.other)?;
+            Ok(EdgeEntry {
+                user: UserId::parse(user).context("stored user id is not a valid id")?,
+                followed_at: get_s(item, "followedAt")?.to_owned(),
             })
-            .collect::<anyhow::Result<Vec<_>>>()
-            .map_err(StoreError)?;
-        let next = output
-            .last_evaluated_key
-            .map(|last| cursor_of(&last))
-            .transpose()
+        };
+        let failed = "failed to query the follow index";
+        let (entries, next) = query_page(query, limit, start, failed, entry)
+            .await
             .map_err(StoreError)?;
         Ok(EdgePage { entries, next })
     }
