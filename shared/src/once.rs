@@ -48,6 +48,9 @@ pub enum Rejected {
 /// Writes some units and their aggregate in one transaction, all or nothing.
 #[async_trait]
 pub trait Commit<P: Sync>: Send + Sync {
+    /// How many units one [`Self::commit`] takes at most: what the port says its call takes.
+    fn max_units(&self) -> usize;
+
     async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected>;
 }
 
@@ -113,12 +116,33 @@ pub fn take_indices<T>(items: &mut Vec<T>, indices: &[usize]) -> Vec<T> {
     taken.into_iter().map(|(_, item)| item).collect()
 }
 
-/// Applies `units` through `store`, at most `max_per_commit` per transaction.
-pub async fn apply_once<P: Sync>(
-    units: Vec<Unit<P>>,
-    max_per_commit: usize,
-    store: &dyn Commit<P>,
-) -> Outcome<P> {
+/// Adds `unit` to the group of `key` (the aggregate it goes to: a followee, a recipient, a
+/// sale), making the group when it is the first; groups stay in order of first appearance.
+pub fn group<K: PartialEq, P>(groups: &mut Vec<(K, Vec<Unit<P>>)>, key: K, unit: Unit<P>) {
+    match groups.iter_mut().find(|(seen, _)| *seen == key) {
+        Some((_, units)) => units.push(unit),
+        None => groups.push((key, vec![unit])),
+    }
+}
+
+/// Applies each group's units once through the commit that `target` makes of its key. The
+/// groups are independent items, so their commits go side by side; answers the messages to
+/// retry.
+pub async fn apply_groups<K, P: Sync, C: Commit<P>>(
+    groups: Vec<(K, Vec<Unit<P>>)>,
+    target: impl Fn(K) -> C,
+) -> Vec<String> {
+    let outcomes = crate::consumer::join_all(groups.into_iter().map(|(key, units)| {
+        let target = target(key);
+        async move { apply_once(units, &target).await }
+    }))
+    .await;
+    outcomes.iter().flat_map(Outcome::failed_messages).collect()
+}
+
+/// Applies `units` through `store`, at most [`Commit::max_units`] per transaction.
+pub async fn apply_once<P: Sync>(units: Vec<Unit<P>>, store: &dyn Commit<P>) -> Outcome<P> {
+    let max_per_commit = store.max_units();
     let mut outcome = Outcome {
         applied: Vec::new(),
         already_applied: Vec::new(),
@@ -179,6 +203,10 @@ pub(crate) mod tests {
 
     #[async_trait]
     impl Commit<i64> for MemoryCommit {
+        fn max_units(&self) -> usize {
+            99
+        }
+
         async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
             *self.attempts.lock().unwrap() += 1;
             if *self.fail.lock().unwrap() {
@@ -211,12 +239,12 @@ pub(crate) mod tests {
     async fn a_batch_is_applied_in_one_commit_and_a_redelivery_changes_nothing() {
         let store = MemoryCommit::default();
         let batch = units(&[("e1", "m1", 1), ("e2", "m2", 1), ("e3", "m3", -1)]);
-        let outcome = apply_once(batch.clone(), 99, &store).await;
+        let outcome = apply_once(batch.clone(), &store).await;
         assert_eq!(outcome.applied.len(), 3);
         assert_eq!(*store.total.lock().unwrap(), 1);
         assert_eq!(*store.commits.lock().unwrap(), 1);
 
-        let outcome = apply_once(batch, 99, &store).await;
+        let outcome = apply_once(batch, &store).await;
         assert!(outcome.applied.is_empty());
         assert_eq!(outcome.already_applied.len(), 3);
         assert_eq!(outcome.failed_messages().count(), 0);
@@ -226,8 +254,8 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn already_applied_units_are_dropped_and_the_rest_committed() {
         let store = MemoryCommit::default();
-        apply_once(units(&[("e2", "m2", 1)]), 99, &store).await;
-        let outcome = apply_once(units(&[("e1", "m1", 1), ("e2", "m2", 1)]), 99, &store).await;
+        apply_once(units(&[("e2", "m2", 1)]), &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e2", "m2", 1)]), &store).await;
         assert_eq!(outcome.applied[0].marker, "e1");
         assert_eq!(outcome.already_applied[0].marker, "e2");
         assert_eq!(*store.total.lock().unwrap(), 2);
@@ -236,7 +264,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn every_applied_unit_is_dropped_in_one_round() {
         let store = MemoryCommit::default();
-        apply_once(units(&[("e1", "m1", 1), ("e3", "m3", 1)]), 99, &store).await;
+        apply_once(units(&[("e1", "m1", 1), ("e3", "m3", 1)]), &store).await;
         let outcome = apply_once(
             units(&[
                 ("e1", "m1", 1),
@@ -244,7 +272,6 @@ pub(crate) mod tests {
                 ("e3", "m3", 1),
                 ("e4", "m4", 1),
             ]),
-            99,
             &store,
         )
         .await;
@@ -264,7 +291,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn duplicates_in_one_batch_are_one_unit_with_both_messages() {
         let store = MemoryCommit::default();
-        let outcome = apply_once(units(&[("e1", "m1", 1), ("e1", "m2", 1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e1", "m2", 1)]), &store).await;
         assert_eq!(outcome.applied.len(), 1);
         assert_eq!(outcome.applied[0].messages, ["m1", "m2"]);
         assert_eq!(*store.total.lock().unwrap(), 1);
@@ -273,7 +300,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_rejected_aggregate_fails_every_message_of_the_commit() {
         let store = MemoryCommit::default();
-        let outcome = apply_once(units(&[("e1", "m1", -1), ("e2", "m2", -1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", -1), ("e2", "m2", -1)]), &store).await;
         let failed: Vec<String> = outcome.failed_messages().collect();
         assert_eq!(failed, ["m1", "m2"]);
         assert_eq!(*store.total.lock().unwrap(), 0);
@@ -285,7 +312,7 @@ pub(crate) mod tests {
         let many: Vec<Unit<i64>> = (0..250)
             .map(|i| Unit::new(format!("e{i}"), format!("m{i}"), 1))
             .collect();
-        let outcome = apply_once(many, 99, &store).await;
+        let outcome = apply_once(many, &store).await;
         assert_eq!(outcome.applied.len(), 250);
         assert_eq!(*store.commits.lock().unwrap(), 3);
     }
@@ -294,7 +321,7 @@ pub(crate) mod tests {
     async fn an_infrastructure_failure_fails_the_units_for_a_retry() {
         let store = MemoryCommit::default();
         *store.fail.lock().unwrap() = true;
-        let outcome = apply_once(units(&[("e1", "m1", 1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1)]), &store).await;
         assert_eq!(outcome.failed_messages().collect::<Vec<_>>(), ["m1"]);
     }
 }

@@ -1,7 +1,9 @@
 //! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
 //! domain tests.
 
-use super::order_store::per_buyer;
+use super::order_store::{
+    MAX_UNITS_PER_CANCEL, MAX_UNITS_PER_REJECT, fits_one_transaction, per_buyer,
+};
 use super::orders::{
     AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore,
     OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
@@ -132,6 +134,18 @@ impl MemoryOrders {
 
 #[async_trait]
 impl OrderStore for MemoryOrders {
+    fn confirm_takes(&self, orders: usize, buyers: usize) -> bool {
+        fits_one_transaction(orders, buyers)
+    }
+
+    fn max_units_per_reject(&self) -> usize {
+        MAX_UNITS_PER_REJECT
+    }
+
+    fn max_units_per_cancel(&self) -> usize {
+        MAX_UNITS_PER_CANCEL
+    }
+
     async fn confirm_orders(
         &self,
         sale_id: &str,
@@ -139,7 +153,7 @@ impl OrderStore for MemoryOrders {
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected> {
         let counts = per_buyer(units.iter().map(|u| u.payload.user_id.as_str()));
-        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+        if !fits_one_transaction(units.len(), counts.len()) {
             return Err(ConfirmRejected::Failed(anyhow::anyhow!("too many items")));
         }
         // The conditions in the transaction's order: orders, buyers, the sale.
@@ -191,7 +205,7 @@ impl OrderStore for MemoryOrders {
             return Err(Rejected::AlreadyApplied(applied));
         }
         let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
-        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+        if !fits_one_transaction(units.len(), counts.len()) {
             return Err(Rejected::Failed(anyhow::anyhow!("too many items")));
         }
         let mut buyers = self.buyers.lock().unwrap();

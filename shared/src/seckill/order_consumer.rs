@@ -34,11 +34,10 @@
 //! order that already exists repeats the effects its stored status calls for.
 
 use super::orders::{
-    ConfirmRejected, MAX_ORDERS_PER_COMMIT, NewOrder, OrderStatus, OrderStore, PaymentDueSink,
-    Reservations, parse_order_placed,
+    ConfirmRejected, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    parse_order_placed,
 };
 use crate::consumer::{Message, parse_each};
-use crate::dynamo::MAX_TRANSACTION_ITEMS;
 use crate::events::PaymentDue;
 use crate::ids::UserId;
 use crate::once::{Commit, Rejected, Unit, apply_once, merge};
@@ -57,10 +56,15 @@ pub struct OrderDeps<'a> {
     pub payments: &'a dyn PaymentDueSink,
 }
 
+/// Orders rejected through the store.
 struct RejectCommit<'a>(&'a dyn OrderStore);
 
 #[async_trait]
 impl Commit<NewOrder> for RejectCommit<'_> {
+    fn max_units(&self) -> usize {
+        self.0.max_units_per_reject()
+    }
+
     async fn commit(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
         self.0.reject_orders(units).await
     }
@@ -129,7 +133,7 @@ async fn materialize_sale(
         match deps.store.sale_guards(sale_id).await {
             Ok(Some(guards)) => {
                 while !rest.is_empty() {
-                    let chunk = next_chunk(&mut rest);
+                    let chunk = next_chunk(&mut rest, deps.store);
                     confirm_chunk(
                         deps.store,
                         sale_id,
@@ -155,7 +159,7 @@ async fn materialize_sale(
     let mut to_reject = std::mem::take(&mut sorted.rejected);
     to_reject.extend(withdrawn);
     if !to_reject.is_empty() {
-        let outcome = apply_once(to_reject, MAX_ORDERS_PER_COMMIT, &RejectCommit(deps.store)).await;
+        let outcome = apply_once(to_reject, &RejectCommit(deps.store)).await;
         sorted.failed.extend(outcome.failed_messages());
         sorted.rejected = outcome.applied;
         sorted.existing.extend(outcome.already_applied);
@@ -222,15 +226,15 @@ async fn materialize_sale(
     failed
 }
 
-/// Takes from the front of `rest` the longest run of orders whose transaction fits in one:
-/// its orders, one item per distinct buyer, and the sale's.
-fn next_chunk(rest: &mut Vec<Unit<NewOrder>>) -> Vec<Unit<NewOrder>> {
+/// Takes from the front of `rest` the longest run of orders that one confirmation of `store`
+/// takes, whose count depends on how many distinct buyers they have.
+fn next_chunk(rest: &mut Vec<Unit<NewOrder>>, store: &dyn OrderStore) -> Vec<Unit<NewOrder>> {
     let take = {
         let mut buyers: HashSet<&UserId> = HashSet::new();
         let mut take = 0;
         for unit in rest.iter() {
             let new_buyer = !buyers.contains(&unit.payload.user_id);
-            if take + 1 + buyers.len() + usize::from(new_buyer) + 1 > MAX_TRANSACTION_ITEMS {
+            if !store.confirm_takes(take + 1, buyers.len() + usize::from(new_buyer)) {
                 break;
             }
             buyers.insert(&unit.payload.user_id);

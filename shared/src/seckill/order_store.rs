@@ -11,8 +11,8 @@ use super::orders::{
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    Item, TransactError, Transaction, UnitItem, get_consistent, get_n, get_s, key, n,
-    put_if_absent, query_page, s, start_of, transient, update_in, write_retrying,
+    Item, MAX_TRANSACTION_ITEMS, TransactError, Transaction, UnitItem, get_consistent, get_n,
+    get_s, key, n, put_if_absent, query_page, s, start_of, transient, update_in, write_retrying,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, unit_indices};
@@ -25,6 +25,17 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 /// The index of a user's orders, newest first.
 const USER_ORDERS_INDEX: &str = "gsi1";
+
+/// Whether one transaction takes `orders` orders of `buyers` distinct buyers: an item per
+/// order, one per buyer, and the sale's.
+pub(crate) fn fits_one_transaction(orders: usize, buyers: usize) -> bool {
+    orders + buyers < MAX_TRANSACTION_ITEMS
+}
+
+/// A reject transaction holds the orders, in the room a confirmation leaves for the sale.
+pub(crate) const MAX_UNITS_PER_REJECT: usize = MAX_TRANSACTION_ITEMS - 1;
+/// A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
+pub(crate) const MAX_UNITS_PER_CANCEL: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
 
 /// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
 /// transaction may write a buyer's item only once.
@@ -149,6 +160,18 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
 
 #[async_trait]
 impl OrderStore for DynamoOrderStore {
+    fn confirm_takes(&self, orders: usize, buyers: usize) -> bool {
+        fits_one_transaction(orders, buyers)
+    }
+
+    fn max_units_per_reject(&self) -> usize {
+        MAX_UNITS_PER_REJECT
+    }
+
+    fn max_units_per_cancel(&self) -> usize {
+        MAX_UNITS_PER_CANCEL
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn confirm_orders(
         &self,

@@ -11,13 +11,10 @@
 
 use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
-use crate::dynamo::MAX_TRANSACTION_ITEMS;
 use crate::once::{Commit, Rejected, Unit, apply_once, merge};
 use async_trait::async_trait;
 
-/// A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
-const MAX_CANCELS_PER_COMMIT: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
-
+/// One sale's orders cancelled through the store.
 struct CancelCommit<'a> {
     store: &'a dyn OrderStore,
     sale_id: &'a str,
@@ -25,6 +22,10 @@ struct CancelCommit<'a> {
 
 #[async_trait]
 impl Commit<String> for CancelCommit<'_> {
+    fn max_units(&self) -> usize {
+        self.store.max_units_per_cancel()
+    }
+
     async fn commit(&self, units: &[Unit<String>]) -> Result<(), Rejected> {
         self.store.cancel_orders(self.sale_id, units).await
     }
@@ -95,7 +96,6 @@ pub async fn handle_batch(
         if !to_cancel.is_empty() {
             let outcome = apply_once(
                 to_cancel,
-                MAX_CANCELS_PER_COMMIT,
                 &CancelCommit {
                     store,
                     sale_id: &sale_id,

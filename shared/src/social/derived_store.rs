@@ -17,8 +17,8 @@ use super::notifications::{
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    Item, Transaction, UnitItem, get_consistent, get_n, get_s, key, n, put_if_absent, query_page,
-    s, start_of, update_in,
+    Item, MAX_TRANSACTION_ITEMS, Transaction, UnitItem, get_consistent, get_n, get_s, key, n,
+    put_if_absent, query_page, s, start_of, update_in,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
@@ -27,6 +27,13 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Update};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A follower-count transaction holds a marker per unit, and the followee's profile.
+pub const MAX_UNITS_PER_DELTA: usize = MAX_TRANSACTION_ITEMS - 1;
+/// A new notification costs its key item and itself; the unread count is the one more item.
+pub const MAX_UNITS_PER_ADD: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
+/// Marking read updates each notification, plus the unread count.
+pub const MAX_UNITS_PER_MARK: usize = MAX_TRANSACTION_ITEMS - 1;
 
 /// How long an applied marker is kept: far longer than a message can live in a queue.
 pub const MARKER_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -83,6 +90,10 @@ fn notification_from_item(item: &Item) -> anyhow::Result<Notification> {
 
 #[async_trait]
 impl FollowerCountStore for DynamoDerivedStore {
+    fn max_units_per_delta(&self) -> usize {
+        MAX_UNITS_PER_DELTA
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn apply_follower_delta(
         &self,
@@ -117,6 +128,14 @@ impl FollowerCountStore for DynamoDerivedStore {
 
 #[async_trait]
 impl NotificationStore for DynamoDerivedStore {
+    fn max_units_per_add(&self) -> usize {
+        MAX_UNITS_PER_ADD
+    }
+
+    fn max_units_per_mark(&self) -> usize {
+        MAX_UNITS_PER_MARK
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn add_follow_notifications(
         &self,

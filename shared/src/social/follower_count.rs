@@ -5,19 +5,19 @@
 use crate::consumer::{Message, parse_each};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Rejected, Unit, apply_once};
+use crate::once::{Commit, Rejected, Unit, apply_groups, group};
 use async_trait::async_trait;
 
 /// The consumer's name in its applied markers (`APPLIED#follower-count#<eventId>`).
 pub const CONSUMER: &str = "follower-count";
 
-/// A transaction holds the markers plus the one profile update.
-pub const MAX_EVENTS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
-
 /// Where follower counts are applied. A unit's marker is the event id and its payload the
 /// change (+1 follow, -1 unfollow).
 #[async_trait]
 pub trait FollowerCountStore: Send + Sync {
+    /// How many units one [`Self::apply_follower_delta`] takes at most.
+    fn max_units_per_delta(&self) -> usize;
+
     /// In one transaction: a marker per unit (absent before) and `followerCount += sum`,
     /// never below zero (else [`Rejected::Aggregate`]).
     async fn apply_follower_delta(
@@ -27,15 +27,20 @@ pub trait FollowerCountStore: Send + Sync {
     ) -> Result<(), Rejected>;
 }
 
+/// One followee's deltas, committed through the store.
 struct ForFollowee<'a> {
     store: &'a dyn FollowerCountStore,
-    followee: &'a UserId,
+    followee: UserId,
 }
 
 #[async_trait]
 impl Commit<i64> for ForFollowee<'_> {
+    fn max_units(&self) -> usize {
+        self.store.max_units_per_delta()
+    }
+
     async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
-        self.store.apply_follower_delta(self.followee, units).await
+        self.store.apply_follower_delta(&self.followee, units).await
     }
 }
 
@@ -55,25 +60,15 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
             failed.push(message);
             continue;
         };
-        let unit = Unit::new(envelope.id, message, delta);
-        match groups.iter_mut().find(|(user, _)| *user == followee) {
-            Some((_, units)) => units.push(unit),
-            None => groups.push((followee, vec![unit])),
-        }
+        group(
+            &mut groups,
+            followee,
+            Unit::new(envelope.id, message, delta),
+        );
     }
     // Followees are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(followee, units)| {
-        let units = std::mem::take(units);
-        let followee = &*followee;
-        async move {
-            let target = ForFollowee { store, followee };
-            apply_once(units, MAX_EVENTS_PER_COMMIT, &target).await
-        }
-    }))
-    .await;
-    for outcome in outcomes {
-        failed.extend(outcome.failed_messages());
-    }
+    let store_for = |followee| ForFollowee { store, followee };
+    failed.extend(apply_groups(groups, store_for).await);
     failed
 }
 
@@ -93,6 +88,10 @@ mod tests {
 
     #[async_trait]
     impl FollowerCountStore for MemoryCounts {
+        fn max_units_per_delta(&self) -> usize {
+            crate::social::derived_store::MAX_UNITS_PER_DELTA
+        }
+
         async fn apply_follower_delta(
             &self,
             followee: &UserId,

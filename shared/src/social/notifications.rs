@@ -11,7 +11,7 @@ use crate::consumer::{Message, parse_each};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Outcome, Rejected, Unit, apply_once};
+use crate::once::{Commit, Outcome, Rejected, Unit, apply_groups, apply_once, group};
 use async_trait::async_trait;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -19,11 +19,6 @@ use time::format_description::well_known::Rfc3339;
 
 pub const FOLLOW: &str = "FOLLOW";
 pub const TARGET_USER: &str = "USER";
-
-/// A notification costs its key item and itself; the unread count is the one more item.
-pub const MAX_NEW_PER_COMMIT: usize = (crate::dynamo::MAX_TRANSACTION_ITEMS - 1) / 2;
-/// Marking read updates each notification, plus the unread count.
-pub const MAX_MARKS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
 
 /// A notification's id: its creation time and a random part.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -95,6 +90,12 @@ pub enum NotificationStoreError {
 /// Where notifications live.
 #[async_trait]
 pub trait NotificationStore: Send + Sync {
+    /// How many units one [`Self::add_follow_notifications`] takes at most.
+    fn max_units_per_add(&self) -> usize;
+
+    /// How many units one [`Self::mark_read`] takes at most.
+    fn max_units_per_mark(&self) -> usize;
+
     /// In one transaction: each unit's key item (absent before, else
     /// [`Rejected::AlreadyApplied`]), its notification, and `unreadCount += units`.
     async fn add_follow_notifications(
@@ -130,20 +131,25 @@ pub trait NotificationStore: Send + Sync {
     ) -> Result<Vec<NotificationId>, NotificationStoreError>;
 }
 
+/// New notifications of one recipient, committed through the store.
 struct NewFor<'a> {
     store: &'a dyn NotificationStore,
-    recipient: &'a UserId,
+    recipient: UserId,
 }
 
 #[async_trait]
 impl Commit<NewFollow> for NewFor<'_> {
+    fn max_units(&self) -> usize {
+        self.store.max_units_per_add()
+    }
+
     async fn commit(&self, units: &[Unit<NewFollow>]) -> Result<(), Rejected> {
-        self.store
-            .add_follow_notifications(self.recipient, units)
-            .await
+        let recipient = &self.recipient;
+        self.store.add_follow_notifications(recipient, units).await
     }
 }
 
+/// Notifications of one recipient marked read through the store.
 struct ReadFor<'a> {
     store: &'a dyn NotificationStore,
     recipient: &'a UserId,
@@ -151,6 +157,10 @@ struct ReadFor<'a> {
 
 #[async_trait]
 impl Commit<NotificationId> for ReadFor<'_> {
+    fn max_units(&self) -> usize {
+        self.store.max_units_per_mark()
+    }
+
     async fn commit(&self, units: &[Unit<NotificationId>]) -> Result<(), Rejected> {
         self.store.mark_read(self.recipient, units).await
     }
@@ -192,24 +202,11 @@ pub async fn handle_batch(store: &dyn NotificationStore, messages: Vec<Message>)
                 notification_id,
             },
         );
-        match groups.iter_mut().find(|(user, _)| *user == recipient) {
-            Some((_, units)) => units.push(unit),
-            None => groups.push((recipient, vec![unit])),
-        }
+        group(&mut groups, recipient, unit);
     }
     // Recipients are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(recipient, units)| {
-        let units = std::mem::take(units);
-        let recipient = &*recipient;
-        async move {
-            let target = NewFor { store, recipient };
-            apply_once(units, MAX_NEW_PER_COMMIT, &target).await
-        }
-    }))
-    .await;
-    for outcome in outcomes {
-        failed.extend(outcome.failed_messages());
-    }
+    let store_for = |recipient| NewFor { store, recipient };
+    failed.extend(apply_groups(groups, store_for).await);
     failed
 }
 
@@ -224,7 +221,7 @@ pub async fn mark_read(
         .into_iter()
         .map(|id| Unit::new(id.as_str(), id.as_str(), id.clone()))
         .collect();
-    apply_once(units, MAX_MARKS_PER_COMMIT, &ReadFor { store, recipient }).await
+    apply_once(units, &ReadFor { store, recipient }).await
 }
 
 #[cfg(test)]
@@ -246,6 +243,14 @@ pub(crate) mod tests {
 
     #[async_trait]
     impl NotificationStore for MemoryNotifications {
+        fn max_units_per_add(&self) -> usize {
+            crate::social::derived_store::MAX_UNITS_PER_ADD
+        }
+
+        fn max_units_per_mark(&self) -> usize {
+            crate::social::derived_store::MAX_UNITS_PER_MARK
+        }
+
         async fn add_follow_notifications(
             &self,
             recipient: &UserId,
