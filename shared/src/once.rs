@@ -106,6 +106,19 @@ pub fn indices_where<P>(units: &[Unit<P>], applied: impl Fn(&Unit<P>) -> bool) -
         .collect()
 }
 
+/// [`Rejected::AlreadyApplied`] with the units for which `applied` holds, if any: how a
+/// store refuses a commit that would apply a unit twice.
+pub fn refuse_applied<P>(
+    units: &[Unit<P>],
+    applied: impl Fn(&Unit<P>) -> bool,
+) -> Result<(), Rejected> {
+    let indices = indices_where(units, applied);
+    match indices.is_empty() {
+        true => Ok(()),
+        false => Err(Rejected::AlreadyApplied(indices)),
+    }
+}
+
 /// Removes the items at `indices` from `items` and answers them, in their order.
 pub fn take_indices<T>(items: &mut Vec<T>, indices: &[usize]) -> Vec<T> {
     let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(items)
@@ -213,10 +226,7 @@ pub(crate) mod tests {
                 return Err(Rejected::Failed(anyhow::anyhow!("down")));
             }
             let mut markers = self.markers.lock().unwrap();
-            let applied = indices_where(units, |u| markers.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
+            crate::once::refuse_applied(units, |u| markers.contains(&u.marker))?;
             let mut total = self.total.lock().unwrap();
             let delta: i64 = units.iter().map(|u| u.payload).sum();
             if *total + delta < 0 {

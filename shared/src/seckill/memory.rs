@@ -12,7 +12,7 @@ use super::orders::{
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::PaymentDue;
 use crate::ids::{SaleId, UserId};
-use crate::once::{Rejected, Unit, indices_where};
+use crate::once::{Rejected, Unit, indices_where, refuse_applied};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
@@ -106,10 +106,7 @@ impl MemoryOrders {
 
     fn put(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Result<(), Rejected> {
         let orders = self.orders.lock().unwrap();
-        let applied = indices_where(units, |u| orders.contains_key(&u.marker));
-        if !applied.is_empty() {
-            return Err(Rejected::AlreadyApplied(applied));
-        }
+        refuse_applied(units, |u| orders.contains_key(&u.marker))?;
         drop(orders);
         let mut orders = self.orders.lock().unwrap();
         for unit in units {
@@ -198,12 +195,9 @@ impl OrderStore for MemoryOrders {
 
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
-        let applied = indices_where(units, |u| {
+        refuse_applied(units, |u| {
             orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
-        });
-        if !applied.is_empty() {
-            return Err(Rejected::AlreadyApplied(applied));
-        }
+        })?;
         let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
         if !fits_one_transaction(units.len(), counts.len()) {
             return Err(Rejected::Failed(anyhow::anyhow!("too many items")));

@@ -98,10 +98,7 @@ mod tests {
             units: &[Unit<i64>],
         ) -> Result<(), Rejected> {
             let mut markers = self.markers.lock().unwrap();
-            let applied = crate::once::indices_where(units, |u| markers.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
+            crate::once::refuse_applied(units, |u| markers.contains(&u.marker))?;
             let delta: i64 = units.iter().map(|u| u.payload).sum();
             let mut counts = self.counts.lock().unwrap();
             let count = counts.entry(followee.clone()).or_default();

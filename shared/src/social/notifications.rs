@@ -257,10 +257,7 @@ pub(crate) mod tests {
             units: &[Unit<NewFollow>],
         ) -> Result<(), Rejected> {
             let mut keys = self.keys.lock().unwrap();
-            let applied = crate::once::indices_where(units, |u| keys.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
+            crate::once::refuse_applied(units, |u| keys.contains(&u.marker))?;
             let mut items = self.items.lock().unwrap();
             for unit in units {
                 keys.insert(unit.marker.clone());
@@ -295,11 +292,7 @@ pub(crate) mod tests {
         ) -> Result<(), Rejected> {
             let mut items = self.items.lock().unwrap();
             let key = |u: &Unit<NotificationId>| (recipient.to_string(), u.marker.clone());
-            let applied =
-                crate::once::indices_where(units, |u| items.get(&key(u)).is_none_or(|n| n.read));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
+            crate::once::refuse_applied(units, |u| items.get(&key(u)).is_none_or(|n| n.read))?;
             for unit in units {
                 items.get_mut(&key(unit)).unwrap().read = true;
             }
