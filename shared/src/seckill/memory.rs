@@ -1,12 +1,10 @@
 //! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
 //! domain tests.
 
-use super::order_store::{
-    MAX_UNITS_PER_CANCEL, MAX_UNITS_PER_REJECT, fits_one_transaction, per_buyer,
-};
+use super::order_store::{LIMITS, fits_one_transaction, per_buyer};
 use super::orders::{
-    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore,
-    OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
+    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
+    OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
     PublishedSale, Reservations, SaleGuards,
 };
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
@@ -131,16 +129,8 @@ impl MemoryOrders {
 
 #[async_trait]
 impl OrderStore for MemoryOrders {
-    fn confirm_takes(&self, orders: usize, buyers: usize) -> bool {
-        fits_one_transaction(orders, buyers)
-    }
-
-    fn max_units_per_reject(&self) -> usize {
-        MAX_UNITS_PER_REJECT
-    }
-
-    fn max_units_per_cancel(&self) -> usize {
-        MAX_UNITS_PER_CANCEL
+    fn limits(&self) -> OrderLimits {
+        LIMITS
     }
 
     async fn confirm_orders(

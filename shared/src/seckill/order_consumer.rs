@@ -62,7 +62,7 @@ struct RejectCommit<'a>(&'a dyn OrderStore);
 #[async_trait]
 impl Commit<NewOrder> for RejectCommit<'_> {
     fn max_units(&self) -> usize {
-        self.0.max_units_per_reject()
+        self.0.limits().reject
     }
 
     async fn commit(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
@@ -234,7 +234,7 @@ fn next_chunk(rest: &mut Vec<Unit<NewOrder>>, store: &dyn OrderStore) -> Vec<Uni
         let mut take = 0;
         for unit in rest.iter() {
             let new_buyer = !buyers.contains(&unit.payload.user_id);
-            if !store.confirm_takes(take + 1, buyers.len() + usize::from(new_buyer)) {
+            if !(store.limits().confirm_takes)(take + 1, buyers.len() + usize::from(new_buyer)) {
                 break;
             }
             buyers.insert(&unit.payload.user_id);

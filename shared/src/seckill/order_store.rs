@@ -5,8 +5,8 @@ use super::keys::{
     BUYER_SK, ORDER_SK, SALE_SK, buyer_pk, order_pk, sale_pk, user_orders_pk, user_orders_sk,
 };
 use super::orders::{
-    ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
-    PaymentMethod, PublishedSale, SaleGuards,
+    ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus, OrderStore,
+    OrderStoreError, PaymentMethod, PublishedSale, SaleGuards,
 };
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
@@ -32,10 +32,13 @@ pub(crate) fn fits_one_transaction(orders: usize, buyers: usize) -> bool {
     orders + buyers < MAX_TRANSACTION_ITEMS
 }
 
-/// A reject transaction holds the orders, in the room a confirmation leaves for the sale.
-pub(crate) const MAX_UNITS_PER_REJECT: usize = MAX_TRANSACTION_ITEMS - 1;
-/// A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
-pub(crate) const MAX_UNITS_PER_CANCEL: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
+pub(crate) const LIMITS: OrderLimits = OrderLimits {
+    confirm_takes: fits_one_transaction,
+    // A reject transaction holds the orders, in the room a confirmation leaves for the sale.
+    reject: MAX_TRANSACTION_ITEMS - 1,
+    // A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
+    cancel: (MAX_TRANSACTION_ITEMS - 1) / 2,
+};
 
 /// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
 /// transaction may write a buyer's item only once.
@@ -160,16 +163,8 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
 
 #[async_trait]
 impl OrderStore for DynamoOrderStore {
-    fn confirm_takes(&self, orders: usize, buyers: usize) -> bool {
-        fits_one_transaction(orders, buyers)
-    }
-
-    fn max_units_per_reject(&self) -> usize {
-        MAX_UNITS_PER_REJECT
-    }
-
-    fn max_units_per_cancel(&self) -> usize {
-        MAX_UNITS_PER_CANCEL
+    fn limits(&self) -> OrderLimits {
+        LIMITS
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]

@@ -23,7 +23,7 @@ struct CancelCommit<'a> {
 #[async_trait]
 impl Commit<String> for CancelCommit<'_> {
     fn max_units(&self) -> usize {
-        self.store.max_units_per_cancel()
+        self.store.limits().cancel
     }
 
     async fn commit(&self, units: &[Unit<String>]) -> Result<(), Rejected> {

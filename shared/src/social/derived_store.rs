@@ -11,8 +11,8 @@ use super::keys::{
     notification_sk, notifications_pk, user_pk,
 };
 use super::notifications::{
-    FOLLOW, NewFollow, Notification, NotificationId, NotificationStore, NotificationStoreError,
-    Page, TARGET_USER,
+    FOLLOW, NewFollow, Notification, NotificationId, NotificationLimits, NotificationStore,
+    NotificationStoreError, Page, TARGET_USER,
 };
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
@@ -30,10 +30,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A follower-count transaction holds a marker per unit, and the followee's profile.
 pub const MAX_UNITS_PER_DELTA: usize = MAX_TRANSACTION_ITEMS - 1;
-/// A new notification costs its key item and itself; the unread count is the one more item.
-pub const MAX_UNITS_PER_ADD: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
-/// Marking read updates each notification, plus the unread count.
-pub const MAX_UNITS_PER_MARK: usize = MAX_TRANSACTION_ITEMS - 1;
+pub const NOTIFICATION_LIMITS: NotificationLimits = NotificationLimits {
+    // A new notification costs its key item and itself; the unread count is the one more.
+    add: (MAX_TRANSACTION_ITEMS - 1) / 2,
+    // Marking read updates each notification, plus the unread count.
+    mark: MAX_TRANSACTION_ITEMS - 1,
+};
 
 /// How long an applied marker is kept: far longer than a message can live in a queue.
 pub const MARKER_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -128,12 +130,8 @@ impl FollowerCountStore for DynamoDerivedStore {
 
 #[async_trait]
 impl NotificationStore for DynamoDerivedStore {
-    fn max_units_per_add(&self) -> usize {
-        MAX_UNITS_PER_ADD
-    }
-
-    fn max_units_per_mark(&self) -> usize {
-        MAX_UNITS_PER_MARK
+    fn limits(&self) -> NotificationLimits {
+        NOTIFICATION_LIMITS
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]

@@ -78,6 +78,15 @@ pub struct NewFollow {
     pub notification_id: NotificationId,
 }
 
+/// How many units one call of each of [`NotificationStore`]'s commits takes at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotificationLimits {
+    /// Of [`NotificationStore::add_follow_notifications`].
+    pub add: usize,
+    /// Of [`NotificationStore::mark_read`].
+    pub mark: usize,
+}
+
 /// Why the notification store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NotificationStoreError {
@@ -90,11 +99,8 @@ pub enum NotificationStoreError {
 /// Where notifications live.
 #[async_trait]
 pub trait NotificationStore: Send + Sync {
-    /// How many units one [`Self::add_follow_notifications`] takes at most.
-    fn max_units_per_add(&self) -> usize;
-
-    /// How many units one [`Self::mark_read`] takes at most.
-    fn max_units_per_mark(&self) -> usize;
+    /// How many units one call of each of the commits takes.
+    fn limits(&self) -> NotificationLimits;
 
     /// In one transaction: each unit's key item (absent before, else
     /// [`Rejected::AlreadyApplied`]), its notification, and `unreadCount += units`.
@@ -140,7 +146,7 @@ struct NewFor<'a> {
 #[async_trait]
 impl Commit<NewFollow> for NewFor<'_> {
     fn max_units(&self) -> usize {
-        self.store.max_units_per_add()
+        self.store.limits().add
     }
 
     async fn commit(&self, units: &[Unit<NewFollow>]) -> Result<(), Rejected> {
@@ -158,7 +164,7 @@ struct ReadFor<'a> {
 #[async_trait]
 impl Commit<NotificationId> for ReadFor<'_> {
     fn max_units(&self) -> usize {
-        self.store.max_units_per_mark()
+        self.store.limits().mark
     }
 
     async fn commit(&self, units: &[Unit<NotificationId>]) -> Result<(), Rejected> {
@@ -243,12 +249,8 @@ pub(crate) mod tests {
 
     #[async_trait]
     impl NotificationStore for MemoryNotifications {
-        fn max_units_per_add(&self) -> usize {
-            crate::social::derived_store::MAX_UNITS_PER_ADD
-        }
-
-        fn max_units_per_mark(&self) -> usize {
-            crate::social::derived_store::MAX_UNITS_PER_MARK
+        fn limits(&self) -> NotificationLimits {
+            crate::social::derived_store::NOTIFICATION_LIMITS
         }
 
         async fn add_follow_notifications(
