@@ -9,6 +9,7 @@
 //! per commit, which is what keeps a celebrity's hot item under its write limit.
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 
 /// One effect, identified by its marker; `messages` are the queue messages that carry it
 /// (a duplicate delivery in the same batch adds a message, not an effect).
@@ -52,6 +53,31 @@ pub trait Commit<P: Sync>: Send + Sync {
     fn max_units(&self) -> usize;
 
     async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected>;
+}
+
+/// A [`Commit`] through one call of a port: `call(port, context, units)`, which takes at
+/// most `max_units` units (what the port says). The one shape of every commit of the domain.
+pub struct Through<'a, S: ?Sized, C, P> {
+    pub port: &'a S,
+    /// What the call needs besides the units: the followee, the recipient, the sale.
+    pub context: C,
+    pub max_units: usize,
+    pub call: PortCall<S, C, P>,
+}
+
+/// The call of [`Through`]: a port method that takes the units, as `async_trait` makes it.
+pub type PortCall<S, C, P> =
+    for<'u> fn(&'u S, &'u C, &'u [Unit<P>]) -> BoxFuture<'u, Result<(), Rejected>>;
+
+#[async_trait]
+impl<S: ?Sized + Sync, C: Send + Sync, P: Sync> Commit<P> for Through<'_, S, C, P> {
+    fn max_units(&self) -> usize {
+        self.max_units
+    }
+
+    async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected> {
+        (self.call)(self.port, &self.context, units).await
+    }
 }
 
 /// What became of each unit.

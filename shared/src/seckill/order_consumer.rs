@@ -40,8 +40,7 @@ use super::orders::{
 use crate::consumer::{Message, parse_each};
 use crate::events::PaymentDue;
 use crate::ids::UserId;
-use crate::once::{Commit, Rejected, Unit, apply_once, merge};
-use async_trait::async_trait;
+use crate::once::{Through, Unit, apply_once, merge};
 use std::collections::HashSet;
 
 /// How often one chunk may meet a failed stock or limit condition that the fresh read does
@@ -54,20 +53,6 @@ pub struct OrderDeps<'a> {
     pub store: &'a dyn OrderStore,
     pub reservations: &'a dyn Reservations,
     pub payments: &'a dyn PaymentDueSink,
-}
-
-/// Orders rejected through the store.
-struct RejectCommit<'a>(&'a dyn OrderStore);
-
-#[async_trait]
-impl Commit<NewOrder> for RejectCommit<'_> {
-    fn max_units(&self) -> usize {
-        self.0.limits().reject
-    }
-
-    async fn commit(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
-        self.0.reject_orders(units).await
-    }
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -159,7 +144,13 @@ async fn materialize_sale(
     let mut to_reject = std::mem::take(&mut sorted.rejected);
     to_reject.extend(withdrawn);
     if !to_reject.is_empty() {
-        let outcome = apply_once(to_reject, &RejectCommit(deps.store)).await;
+        let rejects = Through {
+            port: deps.store,
+            context: (),
+            max_units: deps.store.limits().reject,
+            call: |store, (), units| store.reject_orders(units),
+        };
+        let outcome = apply_once(to_reject, &rejects).await;
         sorted.failed.extend(outcome.failed_messages());
         sorted.rejected = outcome.applied;
         sorted.existing.extend(outcome.already_applied);

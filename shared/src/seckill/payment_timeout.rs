@@ -11,25 +11,7 @@
 
 use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
-use crate::once::{Commit, Rejected, Unit, apply_once, merge};
-use async_trait::async_trait;
-
-/// One sale's orders cancelled through the store.
-struct CancelCommit<'a> {
-    store: &'a dyn OrderStore,
-    sale_id: &'a str,
-}
-
-#[async_trait]
-impl Commit<String> for CancelCommit<'_> {
-    fn max_units(&self) -> usize {
-        self.store.limits().cancel
-    }
-
-    async fn commit(&self, units: &[Unit<String>]) -> Result<(), Rejected> {
-        self.store.cancel_orders(self.sale_id, units).await
-    }
-}
+use crate::once::{Through, Unit, apply_once, merge};
 
 /// One sale's orders in a batch (marker = order id, payload = its holder): those to cancel,
 /// and those to release.
@@ -94,14 +76,13 @@ pub async fn handle_batch(
     } in sales
     {
         if !to_cancel.is_empty() {
-            let outcome = apply_once(
-                to_cancel,
-                &CancelCommit {
-                    store,
-                    sale_id: &sale_id,
-                },
-            )
-            .await;
+            let cancels = Through {
+                port: store,
+                context: sale_id.as_str(),
+                max_units: store.limits().cancel,
+                call: |store, sale_id, units| store.cancel_orders(sale_id, units),
+            };
+            let outcome = apply_once(to_cancel, &cancels).await;
             failed.extend(outcome.failed_messages());
             to_release.extend(outcome.applied);
             // Paid or cancelled since we read them: the payer keeps the unit, and whoever

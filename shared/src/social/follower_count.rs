@@ -5,7 +5,7 @@
 use crate::consumer::{Message, parse_each};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Rejected, Unit, apply_groups, group};
+use crate::once::{Rejected, Through, Unit, apply_groups, group};
 use async_trait::async_trait;
 
 /// The consumer's name in its applied markers (`APPLIED#follower-count#<eventId>`).
@@ -25,23 +25,6 @@ pub trait FollowerCountStore: Send + Sync {
         followee: &UserId,
         units: &[Unit<i64>],
     ) -> Result<(), Rejected>;
-}
-
-/// One followee's deltas, committed through the store.
-struct ForFollowee<'a> {
-    store: &'a dyn FollowerCountStore,
-    followee: UserId,
-}
-
-#[async_trait]
-impl Commit<i64> for ForFollowee<'_> {
-    fn max_units(&self) -> usize {
-        self.store.max_units_per_delta()
-    }
-
-    async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
-        self.store.apply_follower_delta(&self.followee, units).await
-    }
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -67,7 +50,12 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
         );
     }
     // Followees are independent items: their commits go side by side.
-    let store_for = |followee| ForFollowee { store, followee };
+    let store_for = |followee| Through {
+        port: store,
+        context: followee,
+        max_units: store.max_units_per_delta(),
+        call: |store, followee, units| store.apply_follower_delta(followee, units),
+    };
     failed.extend(apply_groups(groups, store_for).await);
     failed
 }

@@ -11,7 +11,7 @@ use crate::consumer::{Message, parse_each};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Outcome, Rejected, Unit, apply_groups, apply_once, group};
+use crate::once::{Outcome, Rejected, Through, Unit, apply_groups, apply_once, group};
 use async_trait::async_trait;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -137,41 +137,6 @@ pub trait NotificationStore: Send + Sync {
     ) -> Result<Vec<NotificationId>, NotificationStoreError>;
 }
 
-/// New notifications of one recipient, committed through the store.
-struct NewFor<'a> {
-    store: &'a dyn NotificationStore,
-    recipient: UserId,
-}
-
-#[async_trait]
-impl Commit<NewFollow> for NewFor<'_> {
-    fn max_units(&self) -> usize {
-        self.store.limits().add
-    }
-
-    async fn commit(&self, units: &[Unit<NewFollow>]) -> Result<(), Rejected> {
-        let recipient = &self.recipient;
-        self.store.add_follow_notifications(recipient, units).await
-    }
-}
-
-/// Notifications of one recipient marked read through the store.
-struct ReadFor<'a> {
-    store: &'a dyn NotificationStore,
-    recipient: &'a UserId,
-}
-
-#[async_trait]
-impl Commit<NotificationId> for ReadFor<'_> {
-    fn max_units(&self) -> usize {
-        self.store.limits().mark
-    }
-
-    async fn commit(&self, units: &[Unit<NotificationId>]) -> Result<(), Rejected> {
-        self.store.mark_read(self.recipient, units).await
-    }
-}
-
 /// The event's time as the notification's, normalized so that it sorts as text; now if the
 /// producer's time is unreadable.
 fn created_at(occurred_at: &str) -> String {
@@ -211,7 +176,12 @@ pub async fn handle_batch(store: &dyn NotificationStore, messages: Vec<Message>)
         group(&mut groups, recipient, unit);
     }
     // Recipients are independent items: their commits go side by side.
-    let store_for = |recipient| NewFor { store, recipient };
+    let store_for = |recipient| Through {
+        port: store,
+        context: recipient,
+        max_units: store.limits().add,
+        call: |store, recipient, units| store.add_follow_notifications(recipient, units),
+    };
     failed.extend(apply_groups(groups, store_for).await);
     failed
 }
@@ -227,7 +197,13 @@ pub async fn mark_read(
         .into_iter()
         .map(|id| Unit::new(id.as_str(), id.as_str(), id.clone()))
         .collect();
-    apply_once(units, &ReadFor { store, recipient }).await
+    let marks = Through {
+        port: store,
+        context: recipient,
+        max_units: store.limits().mark,
+        call: |store, recipient, units| store.mark_read(recipient, units),
+    };
+    apply_once(units, &marks).await
 }
 
 #[cfg(test)]
