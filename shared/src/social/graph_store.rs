@@ -444,87 +444,81 @@ mod tests {
     const AT: &str = "2026-11-30T18:00:00.000000Z";
 
     #[test]
-    fn a_followers_cursor_of_this_list_becomes_the_start_key() {
-        let index = ListIndex::of(Direction::Followers);
-        let good = cursor(&[
-            ("pk", "USER#ada"),
-            ("sk", "FOLLOWS#bob"),
-            ("gsi1pk", "FOLLOWERS#bob"),
-            ("gsi1sk", &format!("{AT}#ada")),
-        ]);
-        let key = index.start_key(&bob(), &good).unwrap();
-        assert_eq!(key["gsi1pk"], s("FOLLOWERS#bob"));
-        assert_eq!(key.len(), 4);
-    }
-
-    #[test]
-    fn a_following_cursor_of_this_list_becomes_the_start_key() {
-        let index = ListIndex::of(Direction::Following);
-        let good = cursor(&[
-            ("pk", "USER#bob"),
-            ("sk", "FOLLOWS#cat"),
-            ("gsi2pk", "FOLLOWING#bob"),
-            ("gsi2sk", &format!("{AT}#cat")),
-        ]);
-        assert!(index.start_key(&bob(), &good).is_ok());
+    fn a_cursor_of_this_list_becomes_the_start_key() {
+        let followers = format!("{AT}#ada");
+        let following = format!("{AT}#cat");
+        // Per list of bob's: a cursor of it, and the index partition its start key has.
+        let cases = [
+            (
+                Direction::Followers,
+                [
+                    ("pk", "USER#ada"),
+                    ("sk", "FOLLOWS#bob"),
+                    ("gsi1pk", "FOLLOWERS#bob"),
+                    ("gsi1sk", followers.as_str()),
+                ],
+                ("gsi1pk", "FOLLOWERS#bob"),
+            ),
+            (
+                Direction::Following,
+                [
+                    ("pk", "USER#bob"),
+                    ("sk", "FOLLOWS#cat"),
+                    ("gsi2pk", "FOLLOWING#bob"),
+                    ("gsi2sk", following.as_str()),
+                ],
+                ("gsi2pk", "FOLLOWING#bob"),
+            ),
+        ];
+        for (direction, good, (name, partition)) in cases {
+            let key = ListIndex::of(direction).start_key(&bob(), &cursor(&good));
+            let key = key.unwrap_or_else(|err| panic!("{direction:?}: {err:?}"));
+            assert_eq!(key[name], s(partition));
+            assert_eq!(key.len(), 4);
+        }
     }
 
     #[test]
     fn cursors_of_other_lists_or_forged_ones_are_refused() {
         let index = ListIndex::of(Direction::Followers);
         let sk = format!("{AT}#ada");
-        let cases: Vec<Vec<(&str, &str)>> = vec![
+        // Followers-list cursors (pk, sk, gsi1pk, gsi1sk) that are not of bob's list.
+        let followers_keys = [
             // Another user's followers.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#cat"),
-                ("gsi1pk", "FOLLOWERS#cat"),
-                ("gsi1sk", &sk),
-            ],
+            ["USER#ada", "FOLLOWS#cat", "FOLLOWERS#cat", &sk],
             // The partition rewritten, the edge not.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#cat"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-            ],
+            ["USER#ada", "FOLLOWS#cat", "FOLLOWERS#bob", &sk],
             // The index sort key of another follower.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", "2026#eve"),
-            ],
-            // A following cursor on the followers list.
-            vec![
-                ("pk", "USER#bob"),
-                ("sk", "FOLLOWS#ada"),
-                ("gsi2pk", "FOLLOWING#bob"),
-                ("gsi2sk", &sk),
-            ],
-            // An extra attribute.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-                ("x", "y"),
-            ],
+            ["USER#ada", "FOLLOWS#bob", "FOLLOWERS#bob", "2026#eve"],
             // A key that is not a user's.
-            vec![
-                ("pk", "OUTBOX#1"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-            ],
+            ["OUTBOX#1", "FOLLOWS#bob", "FOLLOWERS#bob", &sk],
             // No time.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", "#ada"),
-            ],
+            ["USER#ada", "FOLLOWS#bob", "FOLLOWERS#bob", "#ada"],
         ];
+        let mut cases: Vec<Vec<(&str, &str)>> = followers_keys
+            .iter()
+            .map(|values| {
+                ["pk", "sk", "gsi1pk", "gsi1sk"]
+                    .into_iter()
+                    .zip(*values)
+                    .collect()
+            })
+            .collect();
+        // A following cursor on the followers list.
+        cases.push(vec![
+            ("pk", "USER#bob"),
+            ("sk", "FOLLOWS#ada"),
+            ("gsi2pk", "FOLLOWING#bob"),
+            ("gsi2sk", &sk),
+        ]);
+        // An extra attribute.
+        cases.push(vec![
+            ("pk", "USER#ada"),
+            ("sk", "FOLLOWS#bob"),
+            ("gsi1pk", "FOLLOWERS#bob"),
+            ("gsi1sk", &sk),
+            ("x", "y"),
+        ]);
         for case in cases {
             assert_eq!(
                 index.start_key(&bob(), &cursor(&case)),
