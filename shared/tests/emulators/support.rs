@@ -36,13 +36,8 @@ pub fn unique(prefix: &str) -> String {
 
 /// A fresh queue whose name starts with `prefix`; answers its URL.
 pub async fn create_queue(clients: &Clients, prefix: &str) -> String {
-    let output = clients
-        .sqs
-        .create_queue()
-        .queue_name(unique(prefix))
-        .send()
-        .await
-        .expect("create the test queue");
+    let request = clients.sqs.create_queue().queue_name(unique(prefix));
+    let output = request.send().await.expect("create the test queue");
     output.queue_url.expect("a created queue has a URL")
 }
 
@@ -138,12 +133,5 @@ pub fn template_batch_size(function: &str) -> usize {
 
 /// A batch of messages with these bodies, their ids `m0`, `m1`, … in order.
 pub fn batch(bodies: &[String]) -> Vec<Message> {
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, body)| Message {
-            id: format!("m{i}"),
-            body: body.clone(),
-        })
-        .collect()
+    Message::numbered(bodies)
 }
