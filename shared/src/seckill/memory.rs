@@ -349,20 +349,22 @@ impl MemoryReservations {
         self.reserve_at(sale, order, user, 0);
     }
 
-    pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
-        let sales = self.sales.lock().unwrap();
-        sales
+    /// What `read` finds in the sale; the default for a sale Redis does not hold.
+    fn of_sale<T: Default>(&self, sale: &str, read: impl FnOnce(&RedisSale) -> T) -> T {
+        self.sales
+            .lock()
+            .unwrap()
             .get(sale)
-            .map(|s| s.pending.keys().cloned().collect())
+            .map(read)
             .unwrap_or_default()
     }
 
+    pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
+        self.of_sale(sale, |s| s.pending.keys().cloned().collect())
+    }
+
     pub(crate) fn released_of(&self, sale: &str) -> Vec<String> {
-        let sales = self.sales.lock().unwrap();
-        sales
-            .get(sale)
-            .map(|s| s.released.iter().cloned().collect())
-            .unwrap_or_default()
+        self.of_sale(sale, |s| s.released.iter().cloned().collect())
     }
 
     /// What losing the `bought` hash does (a flush, then a preheat).
