@@ -16,8 +16,10 @@ use crate::retry::{Attempt, Backoff, retrying};
 use anyhow::Context;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::builders::UpdateBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use std::collections::{BTreeMap, HashMap};
@@ -357,6 +359,16 @@ pub fn start_key(cursor: &Cursor) -> HashMap<String, AttributeValue> {
         .collect()
 }
 
+/// A `GetItem` of the item at `key` of `table`, for the caller to add what it reads.
+pub fn get_item(client: &Client, table: &str, key: Item) -> GetItemFluentBuilder {
+    client.get_item().table_name(table).set_key(Some(key))
+}
+
+/// An `UpdateItem` of the item at `key` of `table`, for the caller to add its expressions.
+pub fn update_item(client: &Client, table: &str, key: Item) -> UpdateItemFluentBuilder {
+    client.update_item().table_name(table).set_key(Some(key))
+}
+
 /// Reads the item at `key` of `table`, strongly consistent, only the attributes of
 /// `projection` (all of them when `None`); `failed` says what failed when the read does.
 pub async fn get_consistent(
@@ -366,10 +378,7 @@ pub async fn get_consistent(
     projection: Option<&str>,
     failed: &'static str,
 ) -> anyhow::Result<Option<Item>> {
-    let output = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(key))
+    let output = get_item(client, table, key)
         .set_projection_expression(projection.map(str::to_owned))
         .consistent_read(true)
         .send()

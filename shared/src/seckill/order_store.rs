@@ -12,7 +12,8 @@ use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, TransactError, Transaction, UnitItem, get_consistent, get_n,
-    get_s, key, n, put_if_absent, query_page, s, start_of, transient, update_in, write_retrying,
+    get_s, key, n, put_if_absent, query_page, s, start_of, transient, update_in, update_item,
+    write_retrying,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, unit_indices};
@@ -336,11 +337,7 @@ impl OrderStore for DynamoOrderStore {
     ) -> Result<bool, OrderStoreError> {
         // The order is in the payment-timeout consumer's cancelling transaction: a write while
         // that one is in flight is refused for a moment, and retried.
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(order_pk(order_id), ORDER_SK)))
+        let update = update_item(&self.client, &self.table, key(order_pk(order_id), ORDER_SK))
             .update_expression("SET #status = :paid, paymentMethod = :method, paidAt = :at")
             .condition_expression("#status = :confirmed AND userId = :user")
             .expression_attribute_names("#status", "status")

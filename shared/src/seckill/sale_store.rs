@@ -4,7 +4,7 @@
 use super::keys::{SALE_SK, sale_pk};
 use super::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{Item, get_consistent, get_n, get_s, key, n, s, write_retrying};
+use crate::dynamo::{Item, get_consistent, get_n, get_s, key, n, s, update_item, write_retrying};
 use crate::ids::SaleId;
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -97,18 +97,18 @@ impl SaleStore for DynamoSaleStore {
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
         // The sale item is in every order-consumer transaction of the sale: publishing again
         // during the sale is refused while one is in flight, and retried.
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(sale_pk(id.as_str()), SALE_SK)))
-            .update_expression("SET #state = :published, publishedAt = :now")
-            .condition_expression("attribute_exists(pk) AND #state = :draft")
-            .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
-            .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
-            .expression_attribute_values(":now", s(now))
-            .return_values(ReturnValue::AllNew);
+        let update = update_item(
+            &self.client,
+            &self.table,
+            key(sale_pk(id.as_str()), SALE_SK),
+        )
+        .update_expression("SET #state = :published, publishedAt = :now")
+        .condition_expression("attribute_exists(pk) AND #state = :draft")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
+        .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
+        .expression_attribute_values(":now", s(now))
+        .return_values(ReturnValue::AllNew);
         let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
             update.clone().send()
         })

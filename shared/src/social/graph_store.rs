@@ -29,8 +29,8 @@ use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
-    Item as Attributes, TransactError, Transaction, get_consistent, get_n, get_s, key, n,
-    query_page, s, start_key, write_retrying,
+    Item as Attributes, TransactError, Transaction, get_consistent, get_item, get_n, get_s, key, n,
+    query_page, s, start_key, update_item, write_retrying,
 };
 use crate::ids::UserId;
 use anyhow::Context;
@@ -143,11 +143,7 @@ impl GraphStore for DynamoSocialStore {
     #[tracing::instrument(skip(self))]
     async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
         // A read, even a strongly consistent one, never conflicts with a transaction.
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+        let output = get_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
             .projection_expression("#status")
             .expression_attribute_names("#status", "status")
             .consistent_read(true)
@@ -164,11 +160,7 @@ impl GraphStore for DynamoSocialStore {
 
     #[tracing::instrument(skip_all, fields(user = %attempt.user, window = attempt.window_start))]
     async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(self.rate_key(attempt)))
+        let update = update_item(&self.client, &self.table, self.rate_key(attempt))
             .update_expression(COUNT_ATTEMPT)
             .condition_expression(WINDOW_HAS_ROOM)
             .set_expression_attribute_values(Some(Self::rate_values(attempt)));
