@@ -230,10 +230,30 @@ pub(crate) mod tests {
     use std::collections::HashSet;
     use std::sync::Mutex;
 
+    /// The applied markers of a fake store, with the semantics of the adapters'
+    /// transactions: a commit with a unit applied before is refused whole; else `write` runs,
+    /// and the markers are recorded with what it wrote.
+    #[derive(Default)]
+    pub(crate) struct Markers(Mutex<HashSet<String>>);
+
+    impl Markers {
+        pub(crate) fn commit<P>(
+            &self,
+            units: &[Unit<P>],
+            write: impl FnOnce() -> Result<(), Rejected>,
+        ) -> Result<(), Rejected> {
+            let mut markers = self.0.lock().unwrap();
+            refuse_applied(units, |u| markers.contains(&u.marker))?;
+            write()?;
+            markers.extend(units.iter().map(|u| u.marker.clone()));
+            Ok(())
+        }
+    }
+
     /// Markers and a sum in memory, with the semantics of the DynamoDB transaction.
     #[derive(Default)]
     pub(crate) struct MemoryCommit {
-        pub markers: Mutex<HashSet<String>>,
+        pub markers: Markers,
         pub total: Mutex<i64>,
         pub commits: Mutex<u32>,
         pub attempts: Mutex<u32>,
@@ -251,17 +271,16 @@ pub(crate) mod tests {
             if *self.fail.lock().unwrap() {
                 return Err(Rejected::Failed(anyhow::anyhow!("down")));
             }
-            let mut markers = self.markers.lock().unwrap();
-            crate::once::refuse_applied(units, |u| markers.contains(&u.marker))?;
-            let mut total = self.total.lock().unwrap();
-            let delta: i64 = units.iter().map(|u| u.payload).sum();
-            if *total + delta < 0 {
-                return Err(Rejected::Aggregate);
-            }
-            *total += delta;
-            markers.extend(units.iter().map(|u| u.marker.clone()));
-            *self.commits.lock().unwrap() += 1;
-            Ok(())
+            self.markers.commit(units, || {
+                let mut total = self.total.lock().unwrap();
+                let delta: i64 = units.iter().map(|u| u.payload).sum();
+                if *total + delta < 0 {
+                    return Err(Rejected::Aggregate);
+                }
+                *total += delta;
+                *self.commits.lock().unwrap() += 1;
+                Ok(())
+            })
         }
     }
 

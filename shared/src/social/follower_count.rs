@@ -63,14 +63,15 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{HashMap, HashSet};
+    use crate::once::tests::Markers;
+    use std::collections::HashMap;
     use std::sync::Mutex;
 
     /// Profiles' follower counts and markers in memory; counts every profile write.
     #[derive(Default)]
     struct MemoryCounts {
         counts: Mutex<HashMap<UserId, i64>>,
-        markers: Mutex<HashSet<String>>,
+        markers: Markers,
         profile_writes: Mutex<u32>,
     }
 
@@ -85,18 +86,17 @@ mod tests {
             followee: &UserId,
             units: &[Unit<i64>],
         ) -> Result<(), Rejected> {
-            let mut markers = self.markers.lock().unwrap();
-            crate::once::refuse_applied(units, |u| markers.contains(&u.marker))?;
-            let delta: i64 = units.iter().map(|u| u.payload).sum();
-            let mut counts = self.counts.lock().unwrap();
-            let count = counts.entry(followee.clone()).or_default();
-            if *count + delta < 0 {
-                return Err(Rejected::Aggregate);
-            }
-            *count += delta;
-            *self.profile_writes.lock().unwrap() += 1;
-            markers.extend(units.iter().map(|u| u.marker.clone()));
-            Ok(())
+            self.markers.commit(units, || {
+                let delta: i64 = units.iter().map(|u| u.payload).sum();
+                let mut counts = self.counts.lock().unwrap();
+                let count = counts.entry(followee.clone()).or_default();
+                if *count + delta < 0 {
+                    return Err(Rejected::Aggregate);
+                }
+                *count += delta;
+                *self.profile_writes.lock().unwrap() += 1;
+                Ok(())
+            })
         }
     }
 

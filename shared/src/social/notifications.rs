@@ -209,14 +209,15 @@ pub async fn mark_read(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::once::tests::Markers;
     use crate::testing::batch as messages;
-    use std::collections::{BTreeMap, HashSet};
+    use std::collections::BTreeMap;
     use std::sync::Mutex;
 
     /// Notifications in memory, with the DynamoDB store's semantics.
     #[derive(Default)]
     pub(crate) struct MemoryNotifications {
-        pub keys: Mutex<HashSet<String>>,
+        pub keys: Markers,
         /// (recipient, id) → notification
         pub items: Mutex<BTreeMap<(String, String), Notification>>,
         pub unread: Mutex<BTreeMap<String, u64>>,
@@ -234,33 +235,32 @@ pub(crate) mod tests {
             recipient: &UserId,
             units: &[Unit<NewFollow>],
         ) -> Result<(), Rejected> {
-            let mut keys = self.keys.lock().unwrap();
-            crate::once::refuse_applied(units, |u| keys.contains(&u.marker))?;
-            let mut items = self.items.lock().unwrap();
-            for unit in units {
-                keys.insert(unit.marker.clone());
-                let id = unit.payload.notification_id.clone();
-                items.insert(
-                    (recipient.to_string(), id.as_str().to_owned()),
-                    Notification {
-                        created_at: id.created_at().to_owned(),
-                        notification_id: id,
-                        kind: FOLLOW.to_owned(),
-                        actor_id: unit.payload.actor.to_string(),
-                        target_type: TARGET_USER.to_owned(),
-                        target_id: recipient.to_string(),
-                        read: false,
-                    },
-                );
-            }
-            *self
-                .unread
-                .lock()
-                .unwrap()
-                .entry(recipient.to_string())
-                .or_default() += units.len() as u64;
-            *self.state_writes.lock().unwrap() += 1;
-            Ok(())
+            self.keys.commit(units, || {
+                let mut items = self.items.lock().unwrap();
+                for unit in units {
+                    let id = unit.payload.notification_id.clone();
+                    items.insert(
+                        (recipient.to_string(), id.as_str().to_owned()),
+                        Notification {
+                            created_at: id.created_at().to_owned(),
+                            notification_id: id,
+                            kind: FOLLOW.to_owned(),
+                            actor_id: unit.payload.actor.to_string(),
+                            target_type: TARGET_USER.to_owned(),
+                            target_id: recipient.to_string(),
+                            read: false,
+                        },
+                    );
+                }
+                *self
+                    .unread
+                    .lock()
+                    .unwrap()
+                    .entry(recipient.to_string())
+                    .or_default() += units.len() as u64;
+                *self.state_writes.lock().unwrap() += 1;
+                Ok(())
+            })
         }
 
         async fn mark_read(
