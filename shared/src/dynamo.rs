@@ -1,5 +1,6 @@
 //! DynamoDB adapter helpers: transactions whose cancellation says which item failed and that
-//! retry conflicts, and attribute conversions.
+//! retry conflicts, the commit of units ([`UnitItem`]), key-addressed reads and writes, the
+//! paged query of every list ([`query_page`]), and attribute conversions.
 //!
 //! A cancelled `TransactWriteItems` reports one reason per item, in request order. Callers
 //! label each item with a value of their own type (usually a small enum), so that a failed

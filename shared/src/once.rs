@@ -7,6 +7,11 @@
 //! system's unique key, aggregate = the unread count) and marking read (marker = the
 //! notification being unread, aggregate = the unread count). The aggregate is written once
 //! per commit, which is what keeps a celebrity's hot item under its write limit.
+//!
+//! The order consumer (rejections) and the payment-timeout consumer (cancellations) commit
+//! their orders the same way. Every commit goes through one port call ([`Through`]), and the
+//! port says how many units one call takes: the domain never sizes a batch from DynamoDB's
+//! limits itself.
 
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
