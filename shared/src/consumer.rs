@@ -20,6 +20,21 @@ pub struct Message {
     pub body: String,
 }
 
+impl Message {
+    /// Messages with these bodies, their ids `m0`, `m1`, … in order: a batch as the tests
+    /// (unit and emulator) make one.
+    pub fn numbered(bodies: &[String]) -> Vec<Message> {
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| Message {
+                id: format!("m{i}"),
+                body: body.clone(),
+            })
+            .collect()
+    }
+}
+
 /// The messages of an SQS event.
 pub fn messages(event: SqsEvent) -> Vec<Message> {
     event

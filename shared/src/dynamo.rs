@@ -1,5 +1,6 @@
 //! DynamoDB adapter helpers: transactions whose cancellation says which item failed and that
-//! retry conflicts, and attribute conversions.
+//! retry conflicts, the commit of units ([`UnitItem`]), key-addressed reads and writes, the
+//! paged query of every list ([`query_page`]), and attribute conversions.
 //!
 //! A cancelled `TransactWriteItems` reports one reason per item, in request order. Callers
 //! label each item with a value of their own type (usually a small enum), so that a failed
@@ -10,11 +11,16 @@
 //! the backoff of [`crate::retry`]; so is a single-item write refused with
 //! `TransactionConflictException` ([`transient`]).
 
-use crate::cursor::Cursor;
+use crate::cursor::{Cursor, InvalidCursor, PageLimit};
+use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
 use crate::retry::{Attempt, Backoff, retrying};
+use anyhow::Context;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::builders::UpdateBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +28,9 @@ use std::fmt::Debug;
 
 /// DynamoDB refuses transactions of more items than this.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
+
+/// An item's attributes, or a key's.
+pub type Item = HashMap<String, AttributeValue>;
 
 /// Why a transaction did not commit.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +119,65 @@ impl<L: Clone + Debug> Transaction<L> {
             }
         })
         .await?
+    }
+}
+
+/// What an item of a transaction that commits units ([`crate::once`]) is, so that a failed
+/// condition says what it means for the commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitItem {
+    /// The marker of the unit at this index in the commit: it failed, so the unit was
+    /// already applied.
+    Unit(usize),
+    /// The aggregate: its condition refuses the whole commit.
+    Aggregate,
+    /// An item that guards the aggregate (by its index in the adapter's own list, such as a
+    /// buyer's units): it refuses the whole commit as the aggregate does.
+    Guard(usize),
+    /// Any other item: its condition failing is an error.
+    Other,
+}
+
+impl UnitLabel for UnitItem {
+    fn unit(&self) -> Option<usize> {
+        match self {
+            UnitItem::Unit(index) => Some(*index),
+            _ => None,
+        }
+    }
+}
+
+/// A cancelled commit of units as [`crate::once`] answers it: the units already applied, or
+/// the aggregate's refusal, or a failure.
+pub fn rejected(err: TransactError<UnitItem>) -> Rejected {
+    match err {
+        TransactError::ConditionFailed {
+            label: UnitItem::Unit(_),
+            all,
+        } => Rejected::AlreadyApplied(unit_indices(&all)),
+        TransactError::ConditionFailed {
+            label: UnitItem::Aggregate | UnitItem::Guard(_),
+            ..
+        } => Rejected::Aggregate,
+        other => Rejected::Failed(other.into()),
+    }
+}
+
+impl Transaction<UnitItem> {
+    /// A transaction of one item per unit, `item(unit)`, each labelled with its index.
+    pub fn of_units<P>(units: &[Unit<P>], item: impl FnMut(&Unit<P>) -> TransactWriteItem) -> Self {
+        units
+            .iter()
+            .map(item)
+            .enumerate()
+            .fold(Self::new(), |transaction, (index, item)| {
+                transaction.push(UnitItem::Unit(index), item)
+            })
+    }
+
+    /// Commits, answering a cancellation as [`rejected`] does.
+    pub async fn commit_units(self, client: &Client) -> Result<(), Rejected> {
+        self.commit(client).await.map_err(rejected)
     }
 }
 
@@ -300,6 +368,73 @@ pub fn start_key(cursor: &Cursor) -> HashMap<String, AttributeValue> {
         .iter()
         .map(|(name, value)| (name.clone(), s(value)))
         .collect()
+}
+
+/// A `GetItem` of the item at `key` of `table`, for the caller to add what it reads.
+pub fn get_item(client: &Client, table: &str, key: Item) -> GetItemFluentBuilder {
+    client.get_item().table_name(table).set_key(Some(key))
+}
+
+/// An `UpdateItem` of the item at `key` of `table`, for the caller to add its expressions.
+pub fn update_item(client: &Client, table: &str, key: Item) -> UpdateItemFluentBuilder {
+    client.update_item().table_name(table).set_key(Some(key))
+}
+
+/// Reads the item at `key` of `table`, strongly consistent, only the attributes of
+/// `projection` (all of them when `None`); `failed` says what failed when the read does.
+pub async fn get_consistent(
+    client: &Client,
+    table: &str,
+    key: Item,
+    projection: Option<&str>,
+    failed: &'static str,
+) -> anyhow::Result<Option<Item>> {
+    let output = get_item(client, table, key)
+        .set_projection_expression(projection.map(str::to_owned))
+        .consistent_read(true)
+        .send()
+        .await
+        .context(failed)?;
+    Ok(output.item)
+}
+
+/// The `ExclusiveStartKey` of the page a client's `cursor` asks for, if the cursor
+/// [`Cursor::check`]s for the list: exactly the key attributes `names`, and `fits` holds.
+pub fn start_of(
+    cursor: Option<&Cursor>,
+    names: &[&str],
+    fits: impl FnOnce(&Cursor) -> bool,
+) -> Result<Option<Item>, InvalidCursor> {
+    cursor
+        .map(|cursor| cursor.check(names, fits).map(start_key))
+        .transpose()
+}
+
+/// One page of a list, newest first: `query` names the table, the index and the key
+/// condition; `start` is where the page starts ([`start_of`]). Answers the page's items,
+/// each read with `parse`, and the cursor of the next page if there is one; `failed` says
+/// what failed when the query does.
+pub async fn query_page<T>(
+    query: QueryFluentBuilder,
+    limit: PageLimit,
+    start: Option<Item>,
+    failed: &'static str,
+    parse: impl FnMut(&Item) -> anyhow::Result<T>,
+) -> anyhow::Result<(Vec<T>, Option<Cursor>)> {
+    let output = query
+        .scan_index_forward(false)
+        .limit(i32::try_from(limit.get()).unwrap_or(100))
+        .set_exclusive_start_key(start)
+        .send()
+        .await
+        .context(failed)?;
+    let items = output
+        .items()
+        .iter()
+        .map(parse)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let next = output.last_evaluated_key().map(cursor_of).transpose()?;
+    Ok((items, next))
 }
 
 /// A transaction item that creates `item` in `table` only if no item has its key.

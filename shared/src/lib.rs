@@ -32,8 +32,8 @@
 //!   failures).
 //! - [`retry`] (domain): capped exponential backoff with full jitter, for what AWS refuses
 //!   for a moment (transaction conflicts, throttling).
-//! - [`dynamo`], [`queue`], [`script`] (adapters): DynamoDB transactions and attributes, SQS
-//!   queues, Redis Lua scripts.
+//! - [`dynamo`], [`queue`], [`script`] (adapters): DynamoDB transactions, reads, paged
+//!   queries and attributes, SQS queues, Redis Lua scripts.
 //! - `testing` (tests only): helpers of the unit tests.
 //!
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the

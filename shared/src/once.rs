@@ -7,8 +7,14 @@
 //! system's unique key, aggregate = the unread count) and marking read (marker = the
 //! notification being unread, aggregate = the unread count). The aggregate is written once
 //! per commit, which is what keeps a celebrity's hot item under its write limit.
+//!
+//! The order consumer (rejections) and the payment-timeout consumer (cancellations) commit
+//! their orders the same way. Every commit goes through one port call ([`Through`]), and the
+//! port says how many units one call takes: the domain never sizes a batch from DynamoDB's
+//! limits itself.
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 
 /// One effect, identified by its marker; `messages` are the queue messages that carry it
 /// (a duplicate delivery in the same batch adds a message, not an effect).
@@ -48,7 +54,35 @@ pub enum Rejected {
 /// Writes some units and their aggregate in one transaction, all or nothing.
 #[async_trait]
 pub trait Commit<P: Sync>: Send + Sync {
+    /// How many units one [`Self::commit`] takes at most: what the port says its call takes.
+    fn max_units(&self) -> usize;
+
     async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected>;
+}
+
+/// A [`Commit`] through one call of a port: `call(port, context, units)`, which takes at
+/// most `max_units` units (what the port says). The one shape of every commit of the domain.
+pub struct Through<'a, S: ?Sized, C, P> {
+    pub port: &'a S,
+    /// What the call needs besides the units: the followee, the recipient, the sale.
+    pub context: C,
+    pub max_units: usize,
+    pub call: PortCall<S, C, P>,
+}
+
+/// The call of [`Through`]: a port method that takes the units, as `async_trait` makes it.
+pub type PortCall<S, C, P> =
+    for<'u> fn(&'u S, &'u C, &'u [Unit<P>]) -> BoxFuture<'u, Result<(), Rejected>>;
+
+#[async_trait]
+impl<S: ?Sized + Sync, C: Send + Sync, P: Sync> Commit<P> for Through<'_, S, C, P> {
+    fn max_units(&self) -> usize {
+        self.max_units
+    }
+
+    async fn commit(&self, units: &[Unit<P>]) -> Result<(), Rejected> {
+        (self.call)(self.port, &self.context, units).await
+    }
 }
 
 /// What became of each unit.
@@ -103,6 +137,19 @@ pub fn indices_where<P>(units: &[Unit<P>], applied: impl Fn(&Unit<P>) -> bool) -
         .collect()
 }
 
+/// [`Rejected::AlreadyApplied`] with the units for which `applied` holds, if any: how a
+/// store refuses a commit that would apply a unit twice.
+pub fn refuse_applied<P>(
+    units: &[Unit<P>],
+    applied: impl Fn(&Unit<P>) -> bool,
+) -> Result<(), Rejected> {
+    let indices = indices_where(units, applied);
+    match indices.is_empty() {
+        true => Ok(()),
+        false => Err(Rejected::AlreadyApplied(indices)),
+    }
+}
+
 /// Removes the items at `indices` from `items` and answers them, in their order.
 pub fn take_indices<T>(items: &mut Vec<T>, indices: &[usize]) -> Vec<T> {
     let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(items)
@@ -113,12 +160,33 @@ pub fn take_indices<T>(items: &mut Vec<T>, indices: &[usize]) -> Vec<T> {
     taken.into_iter().map(|(_, item)| item).collect()
 }
 
-/// Applies `units` through `store`, at most `max_per_commit` per transaction.
-pub async fn apply_once<P: Sync>(
-    units: Vec<Unit<P>>,
-    max_per_commit: usize,
-    store: &dyn Commit<P>,
-) -> Outcome<P> {
+/// Adds `unit` to the group of `key` (the aggregate it goes to: a followee, a recipient, a
+/// sale), making the group when it is the first; groups stay in order of first appearance.
+pub fn group<K: PartialEq, P>(groups: &mut Vec<(K, Vec<Unit<P>>)>, key: K, unit: Unit<P>) {
+    match groups.iter_mut().find(|(seen, _)| *seen == key) {
+        Some((_, units)) => units.push(unit),
+        None => groups.push((key, vec![unit])),
+    }
+}
+
+/// Applies each group's units once through the commit that `target` makes of its key. The
+/// groups are independent items, so their commits go side by side; answers the messages to
+/// retry.
+pub async fn apply_groups<K, P: Sync, C: Commit<P>>(
+    groups: Vec<(K, Vec<Unit<P>>)>,
+    target: impl Fn(K) -> C,
+) -> Vec<String> {
+    let outcomes = crate::consumer::join_all(groups.into_iter().map(|(key, units)| {
+        let target = target(key);
+        async move { apply_once(units, &target).await }
+    }))
+    .await;
+    outcomes.iter().flat_map(Outcome::failed_messages).collect()
+}
+
+/// Applies `units` through `store`, at most [`Commit::max_units`] per transaction.
+pub async fn apply_once<P: Sync>(units: Vec<Unit<P>>, store: &dyn Commit<P>) -> Outcome<P> {
+    let max_per_commit = store.max_units();
     let mut outcome = Outcome {
         applied: Vec::new(),
         already_applied: Vec::new(),
@@ -167,10 +235,30 @@ pub(crate) mod tests {
     use std::collections::HashSet;
     use std::sync::Mutex;
 
+    /// The applied markers of a fake store, with the semantics of the adapters'
+    /// transactions: a commit with a unit applied before is refused whole; else `write` runs,
+    /// and the markers are recorded with what it wrote.
+    #[derive(Default)]
+    pub(crate) struct Markers(Mutex<HashSet<String>>);
+
+    impl Markers {
+        pub(crate) fn commit<P>(
+            &self,
+            units: &[Unit<P>],
+            write: impl FnOnce() -> Result<(), Rejected>,
+        ) -> Result<(), Rejected> {
+            let mut markers = self.0.lock().unwrap();
+            refuse_applied(units, |u| markers.contains(&u.marker))?;
+            write()?;
+            markers.extend(units.iter().map(|u| u.marker.clone()));
+            Ok(())
+        }
+    }
+
     /// Markers and a sum in memory, with the semantics of the DynamoDB transaction.
     #[derive(Default)]
     pub(crate) struct MemoryCommit {
-        pub markers: Mutex<HashSet<String>>,
+        pub markers: Markers,
         pub total: Mutex<i64>,
         pub commits: Mutex<u32>,
         pub attempts: Mutex<u32>,
@@ -179,25 +267,25 @@ pub(crate) mod tests {
 
     #[async_trait]
     impl Commit<i64> for MemoryCommit {
+        fn max_units(&self) -> usize {
+            99
+        }
+
         async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
             *self.attempts.lock().unwrap() += 1;
             if *self.fail.lock().unwrap() {
                 return Err(Rejected::Failed(anyhow::anyhow!("down")));
             }
-            let mut markers = self.markers.lock().unwrap();
-            let applied = indices_where(units, |u| markers.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
-            let mut total = self.total.lock().unwrap();
-            let delta: i64 = units.iter().map(|u| u.payload).sum();
-            if *total + delta < 0 {
-                return Err(Rejected::Aggregate);
-            }
-            *total += delta;
-            markers.extend(units.iter().map(|u| u.marker.clone()));
-            *self.commits.lock().unwrap() += 1;
-            Ok(())
+            self.markers.commit(units, || {
+                let mut total = self.total.lock().unwrap();
+                let delta: i64 = units.iter().map(|u| u.payload).sum();
+                if *total + delta < 0 {
+                    return Err(Rejected::Aggregate);
+                }
+                *total += delta;
+                *self.commits.lock().unwrap() += 1;
+                Ok(())
+            })
         }
     }
 
@@ -211,12 +299,12 @@ pub(crate) mod tests {
     async fn a_batch_is_applied_in_one_commit_and_a_redelivery_changes_nothing() {
         let store = MemoryCommit::default();
         let batch = units(&[("e1", "m1", 1), ("e2", "m2", 1), ("e3", "m3", -1)]);
-        let outcome = apply_once(batch.clone(), 99, &store).await;
+        let outcome = apply_once(batch.clone(), &store).await;
         assert_eq!(outcome.applied.len(), 3);
         assert_eq!(*store.total.lock().unwrap(), 1);
         assert_eq!(*store.commits.lock().unwrap(), 1);
 
-        let outcome = apply_once(batch, 99, &store).await;
+        let outcome = apply_once(batch, &store).await;
         assert!(outcome.applied.is_empty());
         assert_eq!(outcome.already_applied.len(), 3);
         assert_eq!(outcome.failed_messages().count(), 0);
@@ -226,8 +314,8 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn already_applied_units_are_dropped_and_the_rest_committed() {
         let store = MemoryCommit::default();
-        apply_once(units(&[("e2", "m2", 1)]), 99, &store).await;
-        let outcome = apply_once(units(&[("e1", "m1", 1), ("e2", "m2", 1)]), 99, &store).await;
+        apply_once(units(&[("e2", "m2", 1)]), &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e2", "m2", 1)]), &store).await;
         assert_eq!(outcome.applied[0].marker, "e1");
         assert_eq!(outcome.already_applied[0].marker, "e2");
         assert_eq!(*store.total.lock().unwrap(), 2);
@@ -236,7 +324,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn every_applied_unit_is_dropped_in_one_round() {
         let store = MemoryCommit::default();
-        apply_once(units(&[("e1", "m1", 1), ("e3", "m3", 1)]), 99, &store).await;
+        apply_once(units(&[("e1", "m1", 1), ("e3", "m3", 1)]), &store).await;
         let outcome = apply_once(
             units(&[
                 ("e1", "m1", 1),
@@ -244,7 +332,6 @@ pub(crate) mod tests {
                 ("e3", "m3", 1),
                 ("e4", "m4", 1),
             ]),
-            99,
             &store,
         )
         .await;
@@ -264,7 +351,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn duplicates_in_one_batch_are_one_unit_with_both_messages() {
         let store = MemoryCommit::default();
-        let outcome = apply_once(units(&[("e1", "m1", 1), ("e1", "m2", 1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1), ("e1", "m2", 1)]), &store).await;
         assert_eq!(outcome.applied.len(), 1);
         assert_eq!(outcome.applied[0].messages, ["m1", "m2"]);
         assert_eq!(*store.total.lock().unwrap(), 1);
@@ -273,7 +360,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_rejected_aggregate_fails_every_message_of_the_commit() {
         let store = MemoryCommit::default();
-        let outcome = apply_once(units(&[("e1", "m1", -1), ("e2", "m2", -1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", -1), ("e2", "m2", -1)]), &store).await;
         let failed: Vec<String> = outcome.failed_messages().collect();
         assert_eq!(failed, ["m1", "m2"]);
         assert_eq!(*store.total.lock().unwrap(), 0);
@@ -285,7 +372,7 @@ pub(crate) mod tests {
         let many: Vec<Unit<i64>> = (0..250)
             .map(|i| Unit::new(format!("e{i}"), format!("m{i}"), 1))
             .collect();
-        let outcome = apply_once(many, 99, &store).await;
+        let outcome = apply_once(many, &store).await;
         assert_eq!(outcome.applied.len(), 250);
         assert_eq!(*store.commits.lock().unwrap(), 3);
     }
@@ -294,7 +381,7 @@ pub(crate) mod tests {
     async fn an_infrastructure_failure_fails_the_units_for_a_retry() {
         let store = MemoryCommit::default();
         *store.fail.lock().unwrap() = true;
-        let outcome = apply_once(units(&[("e1", "m1", 1)]), 99, &store).await;
+        let outcome = apply_once(units(&[("e1", "m1", 1)]), &store).await;
         assert_eq!(outcome.failed_messages().collect::<Vec<_>>(), ["m1"]);
     }
 }

@@ -71,9 +71,18 @@ impl Backoff {
 
     /// Sleeps before retry `retry`.
     pub async fn pause(&self, retry: u32) {
+        self.pause_with(retry, tokio::time::sleep).await;
+    }
+
+    /// Pauses before retry `retry` with `sleep`: tests pass one that records what it is asked.
+    async fn pause_with<F, Fut>(&self, retry: u32, sleep: F)
+    where
+        F: FnOnce(Duration) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
         let delay = self.delay(retry);
         if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+            sleep(delay).await;
         }
     }
 }
@@ -91,10 +100,26 @@ pub enum Attempt<T, E> {
 /// Runs `attempt` until it is done or `backoff` runs out, pausing between attempts; answers
 /// the last transient error when it ran out. Each retry is logged with its reason, so the
 /// logs tell how often a hot item was contended.
-pub async fn retrying<T, E, F, Fut>(backoff: &Backoff, what: &str, mut attempt: F) -> Result<T, E>
+pub async fn retrying<T, E, F, Fut>(backoff: &Backoff, what: &str, attempt: F) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Attempt<T, E>>,
+{
+    retrying_with(backoff, what, attempt, tokio::time::sleep).await
+}
+
+/// [`retrying`], pausing with `sleep`.
+async fn retrying_with<T, E, F, Fut, S, Slept>(
+    backoff: &Backoff,
+    what: &str,
+    mut attempt: F,
+    mut sleep: S,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Attempt<T, E>>,
+    S: FnMut(Duration) -> Slept,
+    Slept: std::future::Future<Output = ()>,
 {
     let mut n = 1;
     loop {
@@ -111,7 +136,7 @@ where
                     return Err(error);
                 }
                 tracing::info!(what, reason, attempt = n, "refused for now; retrying");
-                backoff.pause(n).await;
+                backoff.pause_with(n, &mut sleep).await;
                 n += 1;
             }
         }
@@ -148,52 +173,91 @@ mod tests {
         assert!(delays.iter().any(|d| *d > Duration::from_millis(75)));
     }
 
-    #[tokio::test]
-    async fn a_transient_refusal_is_retried_until_it_passes() {
-        let backoff = Backoff {
-            attempts: 5,
-            base: Duration::from_millis(1),
-            cap: Duration::from_millis(2),
-        };
+    /// Runs [`retrying_with`] with a sleeper that records the pauses it is asked for instead
+    /// of sleeping; `outcome(call)` is what call `call` (1 for the first) comes to.
+    async fn retry_recording<T, E>(
+        backoff: Backoff,
+        outcome: impl Fn(u32) -> Attempt<T, E>,
+    ) -> (Result<T, E>, u32, Vec<Duration>) {
         let mut calls = 0;
-        let result: Result<u32, &str> = retrying(&backoff, "test", || {
-            calls += 1;
-            let call = calls;
-            async move {
-                if call < 4 {
-                    Attempt::Transient {
-                        reason: "conflict",
-                        error: "busy",
-                    }
-                } else {
-                    Attempt::Done(call)
+        let mut pauses = Vec::new();
+        let result = retrying_with(
+            &backoff,
+            "test",
+            || {
+                calls += 1;
+                std::future::ready(outcome(calls))
+            },
+            |delay| {
+                pauses.push(delay);
+                std::future::ready(())
+            },
+        )
+        .await;
+        (result, calls, pauses)
+    }
+
+    /// Pauses of up to a second: one drawn as zero (and so not slept) is a one in a million.
+    const PAUSING: Backoff = Backoff {
+        attempts: 5,
+        base: Duration::from_secs(1),
+        cap: Duration::from_secs(1),
+    };
+
+    #[tokio::test]
+    async fn a_transient_refusal_is_retried_after_a_pause_until_it_passes() {
+        let (result, calls, pauses) = retry_recording(PAUSING, |call| {
+            if call < 4 {
+                Attempt::Transient {
+                    reason: "conflict",
+                    error: "busy",
                 }
+            } else {
+                Attempt::Done(call)
             }
         })
         .await;
         assert_eq!(result, Ok(4));
+        assert_eq!(calls, 4);
+        // One pause before each retry, none after the last call.
+        assert_eq!(pauses.len(), 3, "{pauses:?}");
+        assert!(
+            pauses.iter().all(|pause| *pause <= PAUSING.cap),
+            "{pauses:?}"
+        );
     }
 
     #[tokio::test]
     async fn the_last_error_is_answered_when_the_attempts_run_out() {
         let backoff = Backoff {
             attempts: 3,
-            base: Duration::from_millis(1),
-            cap: Duration::from_millis(1),
+            ..PAUSING
         };
-        let mut calls = 0;
-        let result: Result<(), u32> = retrying(&backoff, "test", || {
-            calls += 1;
-            let call = calls;
-            async move {
-                Attempt::Transient {
-                    reason: "conflict",
-                    error: call,
-                }
-            }
-        })
-        .await;
+        let (result, calls, pauses) =
+            retry_recording(backoff, |call| Attempt::<(), u32>::Transient {
+                reason: "conflict",
+                error: call,
+            })
+            .await;
         assert_eq!(result, Err(3));
         assert_eq!(calls, 3);
+        assert_eq!(pauses.len(), 2, "{pauses:?}");
+    }
+
+    #[tokio::test]
+    async fn pause_sleeps_the_real_clock() {
+        let backoff = Backoff {
+            attempts: 2,
+            base: Duration::from_millis(30),
+            cap: Duration::from_millis(30),
+        };
+        let mut slept = Duration::ZERO;
+        for retry in 1..=20 {
+            let started = std::time::Instant::now();
+            backoff.pause(retry).await;
+            slept += started.elapsed();
+        }
+        // Twenty pauses of 15 ms on average; a pause that sleeps nothing sums to about zero.
+        assert!(slept >= Duration::from_millis(60), "{slept:?}");
     }
 }

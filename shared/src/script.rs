@@ -6,7 +6,7 @@
 //! `redis` crate loads the script again and retries once.
 
 use redis::aio::ConnectionManager;
-use redis::{RedisResult, Script, ScriptInvocation};
+use redis::{FromRedisValue, RedisResult, Script, ScriptInvocation};
 
 /// A Lua script with a name for the logs.
 #[derive(Clone, Debug)]
@@ -41,5 +41,21 @@ impl LuaScript {
     /// An invocation to add keys and arguments to; `invoke_async` on it sends `EVALSHA`.
     pub fn prepare(&self) -> ScriptInvocation<'_> {
         self.script.prepare_invoke()
+    }
+
+    /// Calls the script with `keys` and the arguments that `args` adds, on a clone of
+    /// `connection` (a handle to the one multiplexed connection).
+    pub async fn call<T: FromRedisValue>(
+        &self,
+        connection: &ConnectionManager,
+        keys: &[&str],
+        args: impl FnOnce(&mut ScriptInvocation<'_>),
+    ) -> RedisResult<T> {
+        let mut invocation = self.prepare();
+        for key in keys {
+            invocation.key(*key);
+        }
+        args(&mut invocation);
+        invocation.invoke_async(&mut connection.clone()).await
     }
 }

@@ -40,14 +40,7 @@ pub(crate) fn claims_of(sub: &str) -> Value {
 
 /// A batch of messages with these bodies, their ids `m0`, `m1`, … in order.
 pub(crate) fn batch(bodies: &[String]) -> Vec<Message> {
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, body)| Message {
-            id: format!("m{i}"),
-            body: body.clone(),
-        })
-        .collect()
+    Message::numbered(bodies)
 }
 
 /// Runs `future` with a subscriber of its own that writes, as a terminal would show them, every

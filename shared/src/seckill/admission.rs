@@ -331,28 +331,24 @@ mod tests {
             let (admission, publisher) = (&admission, &publisher);
             async move { place_order(admission, publisher, &r, "t".into()).await }
         };
-        assert!(matches!(
-            p(attempt(&sale, "a", 999)).await,
-            Err(PlaceOrderError::NotStarted)
-        ));
-        assert!(matches!(
-            p(attempt(&sale, "a", 2_000)).await,
-            Err(PlaceOrderError::Ended)
-        ));
-        assert!(p(attempt(&sale, "a", 1_500)).await.is_ok());
-        assert!(matches!(
-            p(attempt(&sale, "a", 1_500)).await,
-            Err(PlaceOrderError::LimitReached)
-        ));
-        assert!(matches!(
-            p(attempt(&sale, "b", 1_500)).await,
-            Err(PlaceOrderError::SoldOut)
-        ));
-        let unknown = attempt(&SaleId::generate(), "a", 1_500);
-        assert!(matches!(
-            p(unknown).await,
-            Err(PlaceOrderError::UnknownSale)
-        ));
+        let unknown = SaleId::generate();
+        // In order: the sale, who attempts at which time, and the answer (`None`: placed).
+        let cases = [
+            (&sale, "a", 999, Some("NotStarted")),
+            (&sale, "a", 2_000, Some("Ended")),
+            (&sale, "a", 1_500, None),
+            (&sale, "a", 1_500, Some("LimitReached")),
+            (&sale, "b", 1_500, Some("SoldOut")),
+            (&unknown, "a", 1_500, Some("UnknownSale")),
+        ];
+        for (sale, user, at_ms, refused) in cases {
+            let answer = p(attempt(sale, user, at_ms)).await;
+            match (refused, answer) {
+                (None, answer) => assert!(answer.is_ok(), "{user} at {at_ms}: {answer:?}"),
+                (Some(expected), Err(err)) => assert_eq!(format!("{err:?}"), expected),
+                (Some(expected), Ok(placed)) => panic!("{expected} expected, placed {placed:?}"),
+            }
+        }
         assert_eq!(publisher.sent.lock().unwrap().len(), 1);
     }
 

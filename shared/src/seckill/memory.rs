@@ -1,16 +1,16 @@
 //! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
 //! domain tests.
 
-use super::order_store::per_buyer;
+use super::order_store::{LIMITS, fits_one_transaction, per_buyer};
 use super::orders::{
-    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore,
-    OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
+    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
+    OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
     PublishedSale, Reservations, SaleGuards,
 };
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::PaymentDue;
 use crate::ids::{SaleId, UserId};
-use crate::once::{Rejected, Unit, indices_where};
+use crate::once::{Rejected, Unit, indices_where, refuse_applied};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
@@ -104,10 +104,7 @@ impl MemoryOrders {
 
     fn put(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Result<(), Rejected> {
         let orders = self.orders.lock().unwrap();
-        let applied = indices_where(units, |u| orders.contains_key(&u.marker));
-        if !applied.is_empty() {
-            return Err(Rejected::AlreadyApplied(applied));
-        }
+        refuse_applied(units, |u| orders.contains_key(&u.marker))?;
         drop(orders);
         let mut orders = self.orders.lock().unwrap();
         for unit in units {
@@ -132,6 +129,10 @@ impl MemoryOrders {
 
 #[async_trait]
 impl OrderStore for MemoryOrders {
+    fn limits(&self) -> OrderLimits {
+        LIMITS
+    }
+
     async fn confirm_orders(
         &self,
         sale_id: &str,
@@ -139,7 +140,7 @@ impl OrderStore for MemoryOrders {
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected> {
         let counts = per_buyer(units.iter().map(|u| u.payload.user_id.as_str()));
-        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+        if !fits_one_transaction(units.len(), counts.len()) {
             return Err(ConfirmRejected::Failed(anyhow::anyhow!("too many items")));
         }
         // The conditions in the transaction's order: orders, buyers, the sale.
@@ -184,14 +185,11 @@ impl OrderStore for MemoryOrders {
 
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
-        let applied = indices_where(units, |u| {
+        refuse_applied(units, |u| {
             orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
-        });
-        if !applied.is_empty() {
-            return Err(Rejected::AlreadyApplied(applied));
-        }
+        })?;
         let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
-        if units.len() + counts.len() + 1 > crate::dynamo::MAX_TRANSACTION_ITEMS {
+        if !fits_one_transaction(units.len(), counts.len()) {
             return Err(Rejected::Failed(anyhow::anyhow!("too many items")));
         }
         let mut buyers = self.buyers.lock().unwrap();
@@ -351,20 +349,22 @@ impl MemoryReservations {
         self.reserve_at(sale, order, user, 0);
     }
 
-    pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
-        let sales = self.sales.lock().unwrap();
-        sales
+    /// What `read` finds in the sale; the default for a sale Redis does not hold.
+    fn of_sale<T: Default>(&self, sale: &str, read: impl FnOnce(&RedisSale) -> T) -> T {
+        self.sales
+            .lock()
+            .unwrap()
             .get(sale)
-            .map(|s| s.pending.keys().cloned().collect())
+            .map(read)
             .unwrap_or_default()
     }
 
+    pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
+        self.of_sale(sale, |s| s.pending.keys().cloned().collect())
+    }
+
     pub(crate) fn released_of(&self, sale: &str) -> Vec<String> {
-        let sales = self.sales.lock().unwrap();
-        sales
-            .get(sale)
-            .map(|s| s.released.iter().cloned().collect())
-            .unwrap_or_default()
+        self.of_sale(sale, |s| s.released.iter().cloned().collect())
     }
 
     /// What losing the `bought` hash does (a flush, then a preheat).

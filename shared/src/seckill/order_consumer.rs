@@ -34,15 +34,13 @@
 //! order that already exists repeats the effects its stored status calls for.
 
 use super::orders::{
-    ConfirmRejected, MAX_ORDERS_PER_COMMIT, NewOrder, OrderStatus, OrderStore, PaymentDueSink,
-    Reservations, parse_order_placed,
+    ConfirmRejected, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    parse_order_placed,
 };
 use crate::consumer::{Message, parse_each};
-use crate::dynamo::MAX_TRANSACTION_ITEMS;
 use crate::events::PaymentDue;
 use crate::ids::UserId;
-use crate::once::{Commit, Rejected, Unit, apply_once, merge};
-use async_trait::async_trait;
+use crate::once::{Through, Unit, apply_once, merge};
 use std::collections::HashSet;
 
 /// How often one chunk may meet a failed stock or limit condition that the fresh read does
@@ -55,15 +53,6 @@ pub struct OrderDeps<'a> {
     pub store: &'a dyn OrderStore,
     pub reservations: &'a dyn Reservations,
     pub payments: &'a dyn PaymentDueSink,
-}
-
-struct RejectCommit<'a>(&'a dyn OrderStore);
-
-#[async_trait]
-impl Commit<NewOrder> for RejectCommit<'_> {
-    async fn commit(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
-        self.0.reject_orders(units).await
-    }
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -129,7 +118,7 @@ async fn materialize_sale(
         match deps.store.sale_guards(sale_id).await {
             Ok(Some(guards)) => {
                 while !rest.is_empty() {
-                    let chunk = next_chunk(&mut rest);
+                    let chunk = next_chunk(&mut rest, deps.store);
                     confirm_chunk(
                         deps.store,
                         sale_id,
@@ -155,7 +144,13 @@ async fn materialize_sale(
     let mut to_reject = std::mem::take(&mut sorted.rejected);
     to_reject.extend(withdrawn);
     if !to_reject.is_empty() {
-        let outcome = apply_once(to_reject, MAX_ORDERS_PER_COMMIT, &RejectCommit(deps.store)).await;
+        let rejects = Through {
+            port: deps.store,
+            context: (),
+            max_units: deps.store.limits().reject,
+            call: |store, (), units| store.reject_orders(units),
+        };
+        let outcome = apply_once(to_reject, &rejects).await;
         sorted.failed.extend(outcome.failed_messages());
         sorted.rejected = outcome.applied;
         sorted.existing.extend(outcome.already_applied);
@@ -222,15 +217,15 @@ async fn materialize_sale(
     failed
 }
 
-/// Takes from the front of `rest` the longest run of orders whose transaction fits in one:
-/// its orders, one item per distinct buyer, and the sale's.
-fn next_chunk(rest: &mut Vec<Unit<NewOrder>>) -> Vec<Unit<NewOrder>> {
+/// Takes from the front of `rest` the longest run of orders that one confirmation of `store`
+/// takes, whose count depends on how many distinct buyers they have.
+fn next_chunk(rest: &mut Vec<Unit<NewOrder>>, store: &dyn OrderStore) -> Vec<Unit<NewOrder>> {
     let take = {
         let mut buyers: HashSet<&UserId> = HashSet::new();
         let mut take = 0;
         for unit in rest.iter() {
             let new_buyer = !buyers.contains(&unit.payload.user_id);
-            if take + 1 + buyers.len() + usize::from(new_buyer) + 1 > MAX_TRANSACTION_ITEMS {
+            if !(store.limits().confirm_takes)(take + 1, buyers.len() + usize::from(new_buyer)) {
                 break;
             }
             buyers.insert(&unit.payload.user_id);
@@ -381,6 +376,34 @@ mod tests {
                 payments: &self.payments,
             }
         }
+
+        /// Reserves each (order, user) of S1 and answers their `OrderPlaced` bodies.
+        fn reserve_all(&self, orders: impl Iterator<Item = (String, String)>) -> Vec<String> {
+            orders
+                .map(|(order, user)| {
+                    self.reservations.reserve(S1, &order, &user);
+                    placed(&order, S1, &user)
+                })
+                .collect()
+        }
+
+        /// Runs the consumer on `bodies`, which must all succeed.
+        async fn consume(&self, bodies: &[String]) {
+            let failed = handle_batch(self.deps(), batch(bodies)).await;
+            assert!(failed.is_empty(), "{failed:?}");
+        }
+
+        /// The reconciliation at `now_ms`, with a grace period of 60 s.
+        async fn reconcile_at(&self, now_ms: i64) -> crate::seckill::reconcile::Summary {
+            let grace = std::time::Duration::from_secs(60);
+            let reconciled = crate::seckill::reconcile::reconcile(
+                &self.store,
+                &self.reservations,
+                grace,
+                now_ms,
+            );
+            reconciled.await.unwrap()
+        }
     }
 
     #[tokio::test]
@@ -424,7 +447,7 @@ mod tests {
             placed("o2", S1, "b"),
             placed("o3", S1, "c"),
         ];
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 0);
         assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
         assert_eq!(world.store.status("o2"), Some(OrderStatus::Confirmed));
@@ -432,7 +455,7 @@ mod tests {
         assert_eq!(world.reservations.released_of(S1), ["o3"]);
         assert_eq!(world.payments.sent().len(), 2);
 
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 0);
         assert_eq!(world.reservations.released_of(S1), ["o3"]);
         // Three reserved, one given back.
@@ -444,7 +467,7 @@ mod tests {
         let world = World::new(S1, 2);
         world.reservations.reserve(GHOST, "o1", "a");
         let bodies = [placed("o1", GHOST, "a")];
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        world.consume(&bodies).await;
         assert_eq!(world.store.status("o1"), Some(OrderStatus::Rejected));
     }
 
@@ -454,17 +477,13 @@ mod tests {
         world.reservations.reserve_at(S1, "late", "a", 1_000);
         world.reservations.reserve_at(S1, "ok", "b", 100_000);
         // The queue lagged beyond the grace period: the reconciliation gives "late" back.
-        let grace = std::time::Duration::from_secs(60);
-        let summary =
-            crate::seckill::reconcile::reconcile(&world.store, &world.reservations, grace, 110_000)
-                .await
-                .unwrap();
+        let summary = world.reconcile_at(110_000).await;
         assert_eq!(summary.released, 1);
         assert_eq!(world.reservations.stock_of(S1), -1);
 
         let bodies = [placed("late", S1, "a"), placed("ok", S1, "b")];
         for _ in 0..2 {
-            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            world.consume(&bodies).await;
             assert_eq!(world.store.status("late"), Some(OrderStatus::Rejected));
             assert_eq!(world.store.status("ok"), Some(OrderStatus::Confirmed));
             assert_eq!(world.store.stock(S1), 9);
@@ -489,18 +508,14 @@ mod tests {
         // The consumer claimed it, then its commit failed: the message will come back.
         let ids = ["o1".to_owned()];
         assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
-        let grace = std::time::Duration::from_secs(60);
-        let summary =
-            crate::seckill::reconcile::reconcile(&world.store, &world.reservations, grace, 110_000)
-                .await
-                .unwrap();
+        let summary = world.reconcile_at(110_000).await;
         assert_eq!(summary.released, 0);
         // Neither pending nor released: still the consumer's.
         assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
         assert!(!world.reservations.release(S1, "o1", None).await.unwrap());
 
         let bodies = [placed("o1", S1, "a")];
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        world.consume(&bodies).await;
         assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
         assert_eq!(world.store.stock(S1), 9);
         assert_eq!(world.reservations.stock_of(S1), -1);
@@ -513,7 +528,7 @@ mod tests {
         world.store.add_sale_with_limit(S1, 10, 1);
         world.reservations.reserve(S1, "o1", "a");
         let first = [placed("o1", S1, "a")];
-        assert!(handle_batch(world.deps(), batch(&first)).await.is_empty());
+        world.consume(&first).await;
         assert_eq!(world.store.units(S1, "a"), 1);
 
         // Redis lost `bought` and was preheated again: it admits a second order of a.
@@ -526,7 +541,7 @@ mod tests {
             placed("o3", S1, "b"),
         ];
         for _ in 0..2 {
-            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            world.consume(&bodies).await;
             assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
             assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
             assert_eq!(world.store.status("o3"), Some(OrderStatus::Confirmed));
@@ -556,7 +571,7 @@ mod tests {
             placed_later("middle", S1, "a", 20),
         ];
         for _ in 0..2 {
-            assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+            world.consume(&bodies).await;
             assert_eq!(world.store.status("early"), Some(OrderStatus::Confirmed));
             assert_eq!(world.store.status("middle"), Some(OrderStatus::Confirmed));
             assert_eq!(world.store.status("late"), Some(OrderStatus::Rejected));
@@ -571,14 +586,8 @@ mod tests {
     async fn a_large_batch_of_distinct_buyers_is_split_into_transactions_that_fit() {
         let world = World::new(S1, 0);
         world.store.add_sale_with_limit(S1, 200, 1);
-        let bodies: Vec<String> = (0..120)
-            .map(|i| {
-                let (order, user) = (format!("o{i}"), format!("u{i}"));
-                world.reservations.reserve(S1, &order, &user);
-                placed(&order, S1, &user)
-            })
-            .collect();
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        let bodies = world.reserve_all((0..120).map(|i| (format!("o{i}"), format!("u{i}"))));
+        world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 80);
         // 49 orders, 49 buyers and the sale per transaction: 49 + 49 + 22.
         assert_eq!(world.store.sale_writes(), 3);
@@ -589,14 +598,8 @@ mod tests {
     async fn one_buyers_many_orders_share_one_buyer_item_per_transaction() {
         let world = World::new(S1, 0);
         world.store.add_sale_with_limit(S1, 200, 100);
-        let bodies: Vec<String> = (0..100)
-            .map(|i| {
-                let order = format!("o{i}");
-                world.reservations.reserve(S1, &order, "a");
-                placed(&order, S1, "a")
-            })
-            .collect();
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        let bodies = world.reserve_all((0..100).map(|i| (format!("o{i}"), "a".to_owned())));
+        world.consume(&bodies).await;
         // 98 orders, one buyer and the sale, then 2.
         assert_eq!(world.store.sale_writes(), 2);
         assert_eq!(world.store.units(S1, "a"), 100);
@@ -610,7 +613,7 @@ mod tests {
         let bodies = [placed("o1", S1, "a")];
         assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m0"]);
         world.payments.fail(false);
-        assert!(handle_batch(world.deps(), batch(&bodies)).await.is_empty());
+        world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 4);
         assert_eq!(world.payments.sent().len(), 1);
     }

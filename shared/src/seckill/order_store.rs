@@ -5,61 +5,41 @@ use super::keys::{
     BUYER_SK, ORDER_SK, SALE_SK, buyer_pk, order_pk, sale_pk, user_orders_pk, user_orders_sk,
 };
 use super::orders::{
-    ConfirmRejected, NewOrder, Order, OrderPage, OrderStatus, OrderStore, OrderStoreError,
-    PaymentMethod, PublishedSale, SaleGuards,
+    ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus, OrderStore,
+    OrderStoreError, PaymentMethod, PublishedSale, SaleGuards,
 };
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, start_key,
-    transient, update_in, write_retrying,
+    Item, MAX_TRANSACTION_ITEMS, TransactError, Transaction, UnitItem, get_consistent, get_n,
+    get_s, key, n, put_if_absent, query_page, s, start_of, transient, update_in, update_item,
+    write_retrying,
 };
 use crate::ids::UserId;
-use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
+use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
-use std::collections::HashMap;
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 /// The index of a user's orders, newest first.
 const USER_ORDERS_INDEX: &str = "gsi1";
 
-/// What each item of a transaction is: an order (by its index in the units), a buyer's item
-/// (by its index in [`per_buyer`]'s list), or the sale's stock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Label {
-    Unit(usize),
-    Buyer(usize),
-    Aggregate,
+/// Whether one transaction takes `orders` orders of `buyers` distinct buyers: an item per
+/// order, one per buyer, and the sale's.
+pub(crate) fn fits_one_transaction(orders: usize, buyers: usize) -> bool {
+    orders + buyers < MAX_TRANSACTION_ITEMS
 }
 
-/// For the cancellations: a buyer's item that holds fewer units than it gives back is as
-/// wrong as a stock that cannot take them: the aggregate's condition.
-fn rejected(err: TransactError<Label>) -> Rejected {
-    match err {
-        TransactError::ConditionFailed {
-            label: Label::Unit(_),
-            all,
-        } => Rejected::AlreadyApplied(unit_indices(&all)),
-        TransactError::ConditionFailed {
-            label: Label::Buyer(_) | Label::Aggregate,
-            ..
-        } => Rejected::Aggregate,
-        other => Rejected::Failed(other.into()),
-    }
-}
-
-impl UnitLabel for Label {
-    fn unit(&self) -> Option<usize> {
-        match self {
-            Label::Unit(index) => Some(*index),
-            _ => None,
-        }
-    }
-}
+pub(crate) const LIMITS: OrderLimits = OrderLimits {
+    confirm_takes: fits_one_transaction,
+    // A reject transaction holds the orders, in the room a confirmation leaves for the sale.
+    reject: MAX_TRANSACTION_ITEMS - 1,
+    // A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
+    cancel: (MAX_TRANSACTION_ITEMS - 1) / 2,
+};
 
 /// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
 /// transaction may write a buyer's item only once.
@@ -151,22 +131,19 @@ impl DynamoOrderStore {
         &self,
         sale_id: &str,
         projection: &str,
-    ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
-            .projection_expression(projection)
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the sale's stock")?;
-        Ok(output.item)
+    ) -> anyhow::Result<Option<Item>> {
+        let key = key(sale_pk(sale_id), SALE_SK);
+        let failed = "failed to read the sale's stock";
+        get_consistent(&self.client, &self.table, key, Some(projection), failed).await
+    }
+
+    /// One transaction of an order per unit, each written as `status`.
+    fn put_orders(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Transaction<UnitItem> {
+        Transaction::of_units(units, |unit| self.put_order(&unit.payload, status))
     }
 }
 
-fn order_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Order> {
+fn order_from_item(item: &Item) -> anyhow::Result<Order> {
     let status = get_s(item, "status")?;
     let method = item
         .get("paymentMethod")
@@ -187,6 +164,10 @@ fn order_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Ord
 
 #[async_trait]
 impl OrderStore for DynamoOrderStore {
+    fn limits(&self) -> OrderLimits {
+        LIMITS
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn confirm_orders(
         &self,
@@ -197,17 +178,11 @@ impl OrderStore for DynamoOrderStore {
         // Orders first, then buyers, then the sale: a cancellation reports the first failed
         // condition, so a redelivered order shows as such before its buyer's count would seem
         // to exceed the limit because of it.
-        let mut transaction = Transaction::new();
-        for (index, unit) in units.iter().enumerate() {
-            transaction = transaction.push(
-                Label::Unit(index),
-                self.put_order(&unit.payload, OrderStatus::Confirmed),
-            );
-        }
+        let mut transaction = self.put_orders(units, OrderStatus::Confirmed);
         let buyers = per_buyer(units.iter().map(|unit| unit.payload.user_id.as_str()));
         for (index, (buyer, k)) in buyers.iter().enumerate() {
             transaction = transaction.push(
-                Label::Buyer(index),
+                UnitItem::Guard(index),
                 self.add_units(sale_id, buyer, *k, per_user_limit),
             );
         }
@@ -216,15 +191,15 @@ impl OrderStore for DynamoOrderStore {
             .update_expression("SET stockRemaining = stockRemaining - :n")
             .condition_expression("stockRemaining >= :n")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
+        transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table, update));
         match transaction.commit(&self.client).await {
             Ok(()) => Ok(()),
             Err(TransactError::ConditionFailed {
-                label: Label::Unit(_),
+                label: UnitItem::Unit(_),
                 all,
             }) => Err(ConfirmRejected::AlreadyApplied(unit_indices(&all))),
             Err(TransactError::ConditionFailed {
-                label: Label::Buyer(index),
+                label: UnitItem::Guard(index),
                 ..
             }) => {
                 let buyer = buyers
@@ -235,7 +210,7 @@ impl OrderStore for DynamoOrderStore {
                 Err(ConfirmRejected::OverLimit(buyer))
             }
             Err(TransactError::ConditionFailed {
-                label: Label::Aggregate,
+                label: UnitItem::Aggregate,
                 ..
             }) => Err(ConfirmRejected::SoldOut),
             Err(other) => Err(ConfirmRejected::Failed(other.into())),
@@ -244,21 +219,15 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
-        let mut transaction = Transaction::new();
-        for (index, unit) in units.iter().enumerate() {
-            transaction = transaction.push(
-                Label::Unit(index),
-                self.put_order(&unit.payload, OrderStatus::Rejected),
-            );
-        }
-        transaction.commit(&self.client).await.map_err(rejected)
+        self.put_orders(units, OrderStatus::Rejected)
+            .commit_units(&self.client)
+            .await
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
         let now = crate::clock::now_rfc3339();
-        let mut transaction = Transaction::new();
-        for (index, unit) in units.iter().enumerate() {
+        let mut transaction = Transaction::of_units(units, |unit| {
             let update = Update::builder()
                 .set_key(Some(key(order_pk(&unit.marker), ORDER_SK)))
                 .update_expression("SET #status = :cancelled, cancelledAt = :now")
@@ -267,20 +236,22 @@ impl OrderStore for DynamoOrderStore {
                 .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
                 .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
                 .expression_attribute_values(":now", s(&now));
-            transaction = transaction.push(Label::Unit(index), update_in(&self.table, update));
-        }
+            update_in(&self.table, update)
+        });
         let buyers = per_buyer(units.iter().map(|unit| unit.payload.as_str()));
         for (index, (buyer, k)) in buyers.iter().enumerate() {
             transaction =
-                transaction.push(Label::Buyer(index), self.take_units(sale_id, buyer, *k));
+                transaction.push(UnitItem::Guard(index), self.take_units(sale_id, buyer, *k));
         }
         let update = Update::builder()
             .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
             .update_expression("SET stockRemaining = stockRemaining + :n")
             .condition_expression("attribute_exists(stockRemaining)")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
-        transaction.commit(&self.client).await.map_err(rejected)
+        transaction
+            .push(UnitItem::Aggregate, update_in(&self.table, update))
+            .commit_units(&self.client)
+            .await
     }
 
     #[tracing::instrument(skip(self))]
@@ -308,34 +279,26 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(skip(self))]
     async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(buyer_pk(sale_id, user.as_str()), BUYER_SK)))
-            .projection_expression("units")
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read what a buyer holds")?;
-        Ok(match output.item() {
-            Some(item) => get_n(item, "units").map_err(anyhow::Error::from)?,
+        let key = key(buyer_pk(sale_id, user.as_str()), BUYER_SK);
+        let failed = "failed to read what a buyer holds";
+        let item = get_consistent(&self.client, &self.table, key, Some("units"), failed).await?;
+        Ok(match item {
+            Some(item) => get_n(&item, "units").map_err(anyhow::Error::from)?,
             None => 0,
         })
     }
 
     #[tracing::instrument(skip(self))]
     async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(order_pk(order_id), ORDER_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read an order")?;
-        Ok(output.item().map(order_from_item).transpose()?)
+        let key = key(order_pk(order_id), ORDER_SK);
+        let item = get_consistent(
+            &self.client,
+            &self.table,
+            key,
+            None,
+            "failed to read an order",
+        );
+        Ok(item.await?.as_ref().map(order_from_item).transpose()?)
     }
 
     #[tracing::instrument(skip(self, cursor))]
@@ -351,29 +314,16 @@ impl OrderStore for DynamoOrderStore {
                 && cursor.get("sk") == Some(ORDER_SK)
                 && cursor.get("pk").is_some_and(|pk| pk.starts_with("ORDER#"))
         };
-        let start = cursor
-            .map(|cursor| cursor.check(&["pk", "sk", "gsi1pk", "gsi1sk"], fits))
-            .transpose()?
-            .map(start_key);
-        let output = self
+        let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
+        let query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(USER_ORDERS_INDEX)
             .key_condition_expression("gsi1pk = :pk")
-            .expression_attribute_values(":pk", s(&gsi1pk))
-            .scan_index_forward(false)
-            .limit(i32::try_from(limit.get()).unwrap_or(100))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .context("failed to query a user's orders")?;
-        let items = output
-            .items()
-            .iter()
-            .map(order_from_item)
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let next = output.last_evaluated_key().map(cursor_of).transpose()?;
+            .expression_attribute_values(":pk", s(&gsi1pk));
+        let failed = "failed to query a user's orders";
+        let (items, next) = query_page(query, limit, start, failed, order_from_item).await?;
         Ok(OrderPage { items, next })
     }
 
@@ -387,11 +337,7 @@ impl OrderStore for DynamoOrderStore {
     ) -> Result<bool, OrderStoreError> {
         // The order is in the payment-timeout consumer's cancelling transaction: a write while
         // that one is in flight is refused for a moment, and retried.
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(order_pk(order_id), ORDER_SK)))
+        let update = update_item(&self.client, &self.table, key(order_pk(order_id), ORDER_SK))
             .update_expression("SET #status = :paid, paymentMethod = :method, paidAt = :at")
             .condition_expression("#status = :confirmed AND userId = :user")
             .expression_attribute_names("#status", "status")

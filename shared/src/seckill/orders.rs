@@ -19,8 +19,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
-/// A transaction holds the orders plus the one sale update.
-pub const MAX_ORDERS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
+/// How many units one call of each of [`OrderStore`]'s commits takes.
+#[derive(Clone, Copy, Debug)]
+pub struct OrderLimits {
+    /// Whether one [`OrderStore::confirm_orders`] takes `orders` orders of `buyers` distinct
+    /// buyers.
+    pub confirm_takes: fn(orders: usize, buyers: usize) -> bool,
+    /// At most, of [`OrderStore::reject_orders`].
+    pub reject: usize,
+    /// At most, of [`OrderStore::cancel_orders`], whoever holds them.
+    pub cancel: usize,
+}
 
 /// The states an order has in the commerce table (`PENDING` exists only in Redis).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,6 +218,8 @@ pub enum ConfirmRejected {
 /// The orders and sales of the commerce table.
 #[async_trait]
 pub trait OrderStore: Send + Sync {
+    /// How many units one call of each of the commits takes.
+    fn limits(&self) -> OrderLimits;
     /// In one transaction: each unit's order put as CONFIRMED (absent before, else
     /// [`ConfirmRejected::AlreadyApplied`]); per buyer of the units, `units += k` on the
     /// buyer's item, which must stay at most `per_user_limit` (else

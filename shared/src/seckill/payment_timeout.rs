@@ -11,24 +11,7 @@
 
 use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
-use crate::dynamo::MAX_TRANSACTION_ITEMS;
-use crate::once::{Commit, Rejected, Unit, apply_once, merge};
-use async_trait::async_trait;
-
-/// A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
-const MAX_CANCELS_PER_COMMIT: usize = (MAX_TRANSACTION_ITEMS - 1) / 2;
-
-struct CancelCommit<'a> {
-    store: &'a dyn OrderStore,
-    sale_id: &'a str,
-}
-
-#[async_trait]
-impl Commit<String> for CancelCommit<'_> {
-    async fn commit(&self, units: &[Unit<String>]) -> Result<(), Rejected> {
-        self.store.cancel_orders(self.sale_id, units).await
-    }
-}
+use crate::once::{Through, Unit, apply_once, merge};
 
 /// One sale's orders in a batch (marker = order id, payload = its holder): those to cancel,
 /// and those to release.
@@ -93,15 +76,13 @@ pub async fn handle_batch(
     } in sales
     {
         if !to_cancel.is_empty() {
-            let outcome = apply_once(
-                to_cancel,
-                MAX_CANCELS_PER_COMMIT,
-                &CancelCommit {
-                    store,
-                    sale_id: &sale_id,
-                },
-            )
-            .await;
+            let cancels = Through {
+                port: store,
+                context: sale_id.as_str(),
+                max_units: store.limits().cancel,
+                call: |store, sale_id, units| store.cancel_orders(sale_id, units),
+            };
+            let outcome = apply_once(to_cancel, &cancels).await;
             failed.extend(outcome.failed_messages());
             to_release.extend(outcome.applied);
             // Paid or cancelled since we read them: the payer keeps the unit, and whoever
@@ -143,6 +124,12 @@ mod tests {
     use crate::seckill::orders::PaymentMethod;
     use crate::testing::batch;
 
+    /// Runs the payment-timeout consumer on `bodies`, which must all succeed.
+    async fn time_out(store: &MemoryOrders, reservations: &MemoryReservations, bodies: &[String]) {
+        let failed = handle_batch(store, reservations, batch(bodies)).await;
+        assert!(failed.is_empty(), "{failed:?}");
+    }
+
     async fn confirmed(orders: &[(&str, &str)]) -> (MemoryOrders, MemoryReservations) {
         let store = MemoryOrders::default();
         store.add_sale(S1, 10);
@@ -174,22 +161,14 @@ mod tests {
         assert_eq!(store.stock(S1), 8);
         let writes = store.sale_writes();
         let bodies = [due("o1", S1), due("o2", S1), due("o1", S1)];
-        assert!(
-            handle_batch(&store, &reservations, batch(&bodies))
-                .await
-                .is_empty()
-        );
+        time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
         assert_eq!(store.stock(S1), 10);
         assert_eq!(store.sale_writes(), writes + 1);
         assert_eq!(reservations.released_of(S1), ["o1", "o2"]);
         assert_eq!(reservations.stock_of(S1), 0);
 
-        assert!(
-            handle_batch(&store, &reservations, batch(&bodies))
-                .await
-                .is_empty()
-        );
+        time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.stock(S1), 10);
         assert_eq!(reservations.stock_of(S1), 0);
         assert_eq!(store.sale_writes(), writes + 1);
@@ -206,34 +185,23 @@ mod tests {
             reservations: &reservations,
             payments: &payments,
         };
-        reservations.reserve(S1, "o1", "a");
-        let first = [placed("o1", S1, "a")];
-        assert!(
-            order_consumer::handle_batch(deps, batch(&first))
-                .await
-                .is_empty()
-        );
+        let place = async |order: &str| {
+            reservations.reserve(S1, order, "a");
+            let failed = order_consumer::handle_batch(deps, batch(&[placed(order, S1, "a")]));
+            assert!(failed.await.is_empty());
+        };
+        place("o1").await;
         assert_eq!(store.units(S1, "a"), 1);
         let writes = store.sale_writes();
         for _ in 0..2 {
-            assert!(
-                handle_batch(&store, &reservations, batch(&[due("o1", S1)]))
-                    .await
-                    .is_empty()
-            );
+            time_out(&store, &reservations, &[due("o1", S1)]).await;
             assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
             assert_eq!(store.units(S1, "a"), 0);
             assert_eq!(store.stock(S1), 10);
             assert_eq!(store.sale_writes(), writes + 1);
         }
 
-        reservations.reserve(S1, "o2", "a");
-        let second = [placed("o2", S1, "a")];
-        assert!(
-            order_consumer::handle_batch(deps, batch(&second))
-                .await
-                .is_empty()
-        );
+        place("o2").await;
         assert_eq!(store.status("o2"), Some(OrderStatus::Confirmed));
         assert_eq!(store.units(S1, "a"), 1);
     }
@@ -249,11 +217,7 @@ mod tests {
                 .unwrap()
         );
         let bodies = [due("o1", S1), due("nope", S1)];
-        assert!(
-            handle_batch(&store, &reservations, batch(&bodies))
-                .await
-                .is_empty()
-        );
+        time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Paid));
         assert_eq!(store.stock(S1), 9);
         assert!(reservations.released_of(S1).is_empty());

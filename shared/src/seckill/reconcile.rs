@@ -208,13 +208,15 @@ mod tests {
 
     #[test]
     fn the_grace_period_outlasts_every_retry_of_an_order_message() {
-        let env = Env::from_pairs([
-            ("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "60"),
-            ("ORDER_QUEUE_MAX_RECEIVE_COUNT", "5"),
-            ("ORDER_QUEUE_BATCHING_WINDOW_SECONDS", "1"),
-            ("PLACE_ORDER_TIMEOUT_SECONDS", "10"),
-        ]);
-        let grace = Grace::from_env(&env).unwrap();
+        let env = |visibility_timeout: &'static str| {
+            Env::from_pairs([
+                ("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", visibility_timeout),
+                ("ORDER_QUEUE_MAX_RECEIVE_COUNT", "5"),
+                ("ORDER_QUEUE_BATCHING_WINDOW_SECONDS", "1"),
+                ("PLACE_ORDER_TIMEOUT_SECONDS", "10"),
+            ])
+        };
+        let grace = Grace::from_env(&env("60")).unwrap();
         assert_eq!(grace.period(), Duration::from_secs(5 * 60 + 1 + 10));
 
         let missing = Env::from_pairs([("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "60")]);
@@ -223,13 +225,7 @@ mod tests {
             err.to_string().contains("ORDER_QUEUE_MAX_RECEIVE_COUNT"),
             "{err}"
         );
-        let bad = Env::from_pairs([
-            ("ORDER_QUEUE_VISIBILITY_TIMEOUT_SECONDS", "a minute"),
-            ("ORDER_QUEUE_MAX_RECEIVE_COUNT", "5"),
-            ("ORDER_QUEUE_BATCHING_WINDOW_SECONDS", "1"),
-            ("PLACE_ORDER_TIMEOUT_SECONDS", "10"),
-        ]);
-        let err = Grace::from_env(&bad).unwrap_err();
+        let err = Grace::from_env(&env("a minute")).unwrap_err();
         assert!(err.to_string().contains("VISIBILITY_TIMEOUT"), "{err}");
     }
 

@@ -141,21 +141,23 @@ impl Admission for RedisSales {
         let keys = SaleKeys::new(r.sale_id.as_str());
         // The user's key, not the sale's: every attempt counts, on every sale.
         let rate = order_rate_key(r.user_id.as_str());
-        let mut connection = self.connection.clone();
+        let script_keys = [
+            &keys.info,
+            &keys.stock,
+            &keys.bought,
+            &keys.pending,
+            &rate,
+            &keys.orders,
+        ]
+        .map(String::as_str);
         let reply: Vec<String> = self
             .reserve
-            .prepare()
-            .key(&keys.info)
-            .key(&keys.stock)
-            .key(&keys.bought)
-            .key(&keys.pending)
-            .key(&rate)
-            .key(&keys.orders)
-            .arg(r.user_id.as_str())
-            .arg(&r.order_id)
-            .arg(r.now_ms)
-            .arg(r.rate_limit_per_second)
-            .invoke_async(&mut connection)
+            .call(&self.connection, &script_keys, |call| {
+                call.arg(r.user_id.as_str())
+                    .arg(&r.order_id)
+                    .arg(r.now_ms)
+                    .arg(r.rate_limit_per_second);
+            })
             .await
             .context("the reserve script failed")?;
         Ok(verdict(&reply)?)
@@ -169,17 +171,13 @@ impl Admission for RedisSales {
         holder: Option<&UserId>,
     ) -> Result<bool, AdmissionError> {
         let keys = SaleKeys::new(sale_id.as_str());
-        let mut connection = self.connection.clone();
+        let script_keys = [&keys.stock, &keys.bought, &keys.pending, &keys.released];
         let released: i64 = self
             .release
-            .prepare()
-            .key(&keys.stock)
-            .key(&keys.bought)
-            .key(&keys.pending)
-            .key(&keys.released)
-            .arg(order_id)
-            .arg(holder.map(UserId::as_str).unwrap_or(""))
-            .invoke_async(&mut connection)
+            .call(&self.connection, &script_keys.map(String::as_str), |call| {
+                call.arg(order_id)
+                    .arg(holder.map(UserId::as_str).unwrap_or(""));
+            })
             .await
             .context("the release script failed")?;
         Ok(released == 1)

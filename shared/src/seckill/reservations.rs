@@ -106,14 +106,12 @@ impl Reservations for RedisReservations {
             return Ok(HashSet::new());
         }
         let keys = SaleKeys::new(sale_id);
-        let mut connection = self.connection.clone();
+        let script_keys = [keys.pending.as_str(), &keys.released];
         let released: Vec<String> = self
             .claim
-            .prepare()
-            .key(&keys.pending)
-            .key(&keys.released)
-            .arg(order_ids)
-            .invoke_async(&mut connection)
+            .call(&self.connection, &script_keys, |call| {
+                call.arg(order_ids);
+            })
             .await
             .context("the claim script failed")?;
         Ok(released.into_iter().collect())
@@ -176,13 +174,11 @@ impl Reservations for RedisReservations {
     #[tracing::instrument(skip(self))]
     async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
         let keys = SaleKeys::new(sale_id);
-        let mut connection = self.connection.clone();
+        let script_keys = [keys.stock.as_str(), &keys.pending];
         self.cap
-            .prepare()
-            .key(&keys.stock)
-            .key(&keys.pending)
-            .arg(dynamo_stock_remaining)
-            .invoke_async(&mut connection)
+            .call(&self.connection, &script_keys, |call| {
+                call.arg(dynamo_stock_remaining);
+            })
             .await
             .context("the cap script failed")
     }

@@ -421,6 +421,13 @@ mod tests {
     #[test]
     fn every_rule_is_checked_with_its_own_message() {
         type Change = Box<dyn Fn(&mut NewSaleDto)>;
+        // A sale open from `starts` to `ends`.
+        let window = |starts: &'static str, ends: &'static str| -> Change {
+            Box::new(move |d| {
+                d.starts_at = starts.into();
+                d.ends_at = ends.into();
+            })
+        };
         let cases: Vec<(Change, InvalidSale)> = vec![
             (
                 Box::new(|d| d.product_id = " ".into()),
@@ -483,17 +490,11 @@ mod tests {
                 InvalidSale::EmptyWindow,
             ),
             (
-                Box::new(|d| {
-                    d.starts_at = "2026-11-30T16:00:00Z".into();
-                    d.ends_at = "2026-11-30T18:00:00Z".into();
-                }),
+                window("2026-11-30T16:00:00Z", "2026-11-30T18:00:00Z"),
                 InvalidSale::AlreadyEnded,
             ),
             (
-                Box::new(|d| {
-                    d.starts_at = "2027-12-01T10:00:00Z".into();
-                    d.ends_at = "2027-12-01T11:00:00Z".into();
-                }),
+                window("2027-12-01T10:00:00Z", "2027-12-01T11:00:00Z"),
                 InvalidSale::TooFarAhead,
             ),
             (
@@ -505,10 +506,7 @@ mod tests {
                 InvalidSale::WindowTooLong,
             ),
             (
-                Box::new(|d| {
-                    d.starts_at = "1970-01-01T00:00:00Z".into();
-                    d.ends_at = "1970-01-02T00:00:00Z".into();
-                }),
+                window("1970-01-01T00:00:00Z", "1970-01-02T00:00:00Z"),
                 InvalidSale::AlreadyEnded,
             ),
             (

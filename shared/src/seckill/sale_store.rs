@@ -4,15 +4,14 @@
 use super::keys::{SALE_SK, sale_pk};
 use super::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{get_n, get_s, key, n, s, write_retrying};
+use crate::dynamo::{Item, get_consistent, get_n, get_s, key, n, s, update_item, write_retrying};
 use crate::ids::SaleId;
 use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
-use std::collections::HashMap;
+use aws_sdk_dynamodb::types::ReturnValue;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -37,7 +36,7 @@ impl DynamoSaleStore {
     }
 }
 
-fn sale_item(sale: &Sale) -> HashMap<String, AttributeValue> {
+fn sale_item(sale: &Sale) -> Item {
     let mut item = key(sale_pk(sale.id.as_str()), SALE_SK);
     item.extend([
         ("entity".to_owned(), s("SALE")),
@@ -59,7 +58,7 @@ fn sale_item(sale: &Sale) -> HashMap<String, AttributeValue> {
     item
 }
 
-fn sale_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Sale> {
+fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
     let time = |name: &'static str| -> anyhow::Result<OffsetDateTime> {
         OffsetDateTime::parse(get_s(item, name)?, &Rfc3339)
             .with_context(|| format!("stored {name} is not RFC 3339"))
@@ -98,18 +97,18 @@ impl SaleStore for DynamoSaleStore {
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
         // The sale item is in every order-consumer transaction of the sale: publishing again
         // during the sale is refused while one is in flight, and retried.
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(sale_pk(id.as_str()), SALE_SK)))
-            .update_expression("SET #state = :published, publishedAt = :now")
-            .condition_expression("attribute_exists(pk) AND #state = :draft")
-            .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
-            .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
-            .expression_attribute_values(":now", s(now))
-            .return_values(ReturnValue::AllNew);
+        let update = update_item(
+            &self.client,
+            &self.table,
+            key(sale_pk(id.as_str()), SALE_SK),
+        )
+        .update_expression("SET #state = :published, publishedAt = :now")
+        .condition_expression("attribute_exists(pk) AND #state = :draft")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
+        .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
+        .expression_attribute_values(":now", s(now))
+        .return_values(ReturnValue::AllNew);
         let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
             update.clone().send()
         })
@@ -144,15 +143,14 @@ impl SaleStore for DynamoSaleStore {
 
     #[tracing::instrument(skip(self))]
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(sale_pk(id.as_str()), SALE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the sale")?;
-        Ok(output.item.as_ref().map(sale_from_item).transpose()?)
+        let key = key(sale_pk(id.as_str()), SALE_SK);
+        let item = get_consistent(
+            &self.client,
+            &self.table,
+            key,
+            None,
+            "failed to read the sale",
+        );
+        Ok(item.await?.as_ref().map(sale_from_item).transpose()?)
     }
 }

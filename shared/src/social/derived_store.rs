@@ -11,57 +11,34 @@ use super::keys::{
     notification_sk, notifications_pk, user_pk,
 };
 use super::notifications::{
-    FOLLOW, NewFollow, Notification, NotificationId, NotificationStore, NotificationStoreError,
-    Page, TARGET_USER,
+    FOLLOW, NewFollow, Notification, NotificationId, NotificationLimits, NotificationStore,
+    NotificationStoreError, Page, TARGET_USER,
 };
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, put_if_absent, s, start_key,
-    update_in,
+    Item, MAX_TRANSACTION_ITEMS, Transaction, UnitItem, get_consistent, get_n, get_s, key, n,
+    put_if_absent, query_page, s, start_of, update_in,
 };
 use crate::ids::UserId;
-use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
+use crate::once::{Rejected, Unit};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Update};
-use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A follower-count transaction holds a marker per unit, and the followee's profile.
+pub const MAX_UNITS_PER_DELTA: usize = MAX_TRANSACTION_ITEMS - 1;
+pub const NOTIFICATION_LIMITS: NotificationLimits = NotificationLimits {
+    // A new notification costs its key item and itself; the unread count is the one more.
+    add: (MAX_TRANSACTION_ITEMS - 1) / 2,
+    // Marking read updates each notification, plus the unread count.
+    mark: MAX_TRANSACTION_ITEMS - 1,
+};
 
 /// How long an applied marker is kept: far longer than a message can live in a queue.
 pub const MARKER_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// What an item of a transaction is, so that a failed condition names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Label {
-    Unit(usize),
-    Aggregate,
-    Other,
-}
-
-fn rejected(err: TransactError<Label>) -> Rejected {
-    match err {
-        TransactError::ConditionFailed {
-            label: Label::Unit(_),
-            all,
-        } => Rejected::AlreadyApplied(unit_indices(&all)),
-        TransactError::ConditionFailed {
-            label: Label::Aggregate,
-            ..
-        } => Rejected::Aggregate,
-        other => Rejected::Failed(other.into()),
-    }
-}
-
-impl UnitLabel for Label {
-    fn unit(&self) -> Option<usize> {
-        match self {
-            Label::Unit(index) => Some(*index),
-            _ => None,
-        }
-    }
-}
 
 fn epoch_seconds_after(ttl: Duration) -> u64 {
     (SystemTime::now() + ttl)
@@ -100,7 +77,7 @@ impl DynamoDerivedStore {
     }
 }
 
-fn notification_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<Notification> {
+fn notification_from_item(item: &Item) -> anyhow::Result<Notification> {
     let id = get_s(item, "notificationId")?;
     Ok(Notification {
         notification_id: NotificationId::parse(id).context("stored notificationId is malformed")?,
@@ -115,6 +92,10 @@ fn notification_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Res
 
 #[async_trait]
 impl FollowerCountStore for DynamoDerivedStore {
+    fn max_units_per_delta(&self) -> usize {
+        MAX_UNITS_PER_DELTA
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn apply_follower_delta(
         &self,
@@ -122,12 +103,11 @@ impl FollowerCountStore for DynamoDerivedStore {
         units: &[Unit<i64>],
     ) -> Result<(), Rejected> {
         let expires_at = epoch_seconds_after(MARKER_TTL);
-        let mut transaction = Transaction::new();
-        for (index, unit) in units.iter().enumerate() {
+        let mut transaction = Transaction::of_units(units, |unit| {
             let mut item = key(applied_pk(CONSUMER, &unit.marker), APPLIED_SK);
             item.insert("expiresAt".to_owned(), n(expires_at));
-            transaction = transaction.push(Label::Unit(index), put_if_absent(&self.table, item));
-        }
+            put_if_absent(&self.table, item)
+        });
         let delta: i64 = units.iter().map(|unit| unit.payload).sum();
         if delta != 0 {
             // The profile exists (a follow needs it); a negative delta needs enough followers.
@@ -142,14 +122,18 @@ impl FollowerCountStore for DynamoDerivedStore {
             } else {
                 update.condition_expression("attribute_exists(pk)")
             };
-            transaction = transaction.push(Label::Aggregate, update_in(&self.table, update));
+            transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table, update));
         }
-        transaction.commit(&self.client).await.map_err(rejected)
+        transaction.commit_units(&self.client).await
     }
 }
 
 #[async_trait]
 impl NotificationStore for DynamoDerivedStore {
+    fn limits(&self) -> NotificationLimits {
+        NOTIFICATION_LIMITS
+    }
+
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn add_follow_notifications(
         &self,
@@ -159,7 +143,8 @@ impl NotificationStore for DynamoDerivedStore {
         let mut transaction = Transaction::new();
         for (index, unit) in units.iter().enumerate() {
             let marker = key(&unit.marker, NOTIFICATION_KEY_SK);
-            transaction = transaction.push(Label::Unit(index), put_if_absent(&self.table, marker));
+            transaction =
+                transaction.push(UnitItem::Unit(index), put_if_absent(&self.table, marker));
             let id = &unit.payload.notification_id;
             let mut item = key(
                 notifications_pk(recipient),
@@ -174,13 +159,15 @@ impl NotificationStore for DynamoDerivedStore {
                 ("createdAt".to_owned(), s(id.created_at())),
                 ("read".to_owned(), AttributeValue::Bool(false)),
             ]);
-            transaction = transaction.push(Label::Other, put_if_absent(&self.table, item));
+            transaction = transaction.push(UnitItem::Other, put_if_absent(&self.table, item));
         }
         let update = self
             .unread_update(recipient, "ADD unreadCount :n")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(Label::Other, update_in(&self.table, update));
-        transaction.commit(&self.client).await.map_err(rejected)
+        transaction
+            .push(UnitItem::Other, update_in(&self.table, update))
+            .commit_units(&self.client)
+            .await
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
@@ -190,8 +177,7 @@ impl NotificationStore for DynamoDerivedStore {
         units: &[Unit<NotificationId>],
     ) -> Result<(), Rejected> {
         let marks = |clamp: bool| {
-            let mut transaction = Transaction::new();
-            for (index, unit) in units.iter().enumerate() {
+            let transaction = Transaction::of_units(units, |unit| {
                 let id = &unit.payload;
                 let update = Update::builder()
                     .set_key(Some(key(
@@ -203,8 +189,8 @@ impl NotificationStore for DynamoDerivedStore {
                     .expression_attribute_names("#read", "read")
                     .expression_attribute_values(":true", AttributeValue::Bool(true))
                     .expression_attribute_values(":false", AttributeValue::Bool(false));
-                transaction = transaction.push(Label::Unit(index), update_in(&self.table, update));
-            }
+                update_in(&self.table, update)
+            });
             let update = if clamp {
                 self.unread_update(recipient, "SET unreadCount = :zero")
                     .expression_attribute_values(":zero", n(0))
@@ -213,13 +199,13 @@ impl NotificationStore for DynamoDerivedStore {
                     .condition_expression("unreadCount >= :n")
                     .expression_attribute_values(":n", n(units.len()))
             };
-            transaction.push(Label::Aggregate, update_in(&self.table, update))
+            transaction.push(UnitItem::Aggregate, update_in(&self.table, update))
         };
-        match marks(false).commit(&self.client).await.map_err(rejected) {
+        match marks(false).commit_units(&self.client).await {
             // The count is short of what is unread (it never should be): never below zero.
             Err(Rejected::Aggregate) => {
                 tracing::warn!(%recipient, "unread count below the unread notifications; clamping to 0");
-                marks(true).commit(&self.client).await.map_err(rejected)
+                marks(true).commit_units(&self.client).await
             }
             other => other,
         }
@@ -234,44 +220,25 @@ impl NotificationStore for DynamoDerivedStore {
     ) -> Result<Page, NotificationStoreError> {
         let pk = notifications_pk(recipient);
         let fits = |cursor: &Cursor| cursor.get("pk") == Some(pk.as_str());
-        let start = cursor
-            .map(|cursor| cursor.check(&["pk", "sk"], fits))
-            .transpose()?
-            .map(start_key);
-        let output = self
+        let start = start_of(cursor, &["pk", "sk"], fits)?;
+        let query = self
             .client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(&pk))
-            .scan_index_forward(false)
-            .limit(i32::try_from(limit.get()).unwrap_or(100))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .context("failed to query notifications")?;
-        let items = output
-            .items()
-            .iter()
-            .map(notification_from_item)
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let next = output.last_evaluated_key().map(cursor_of).transpose()?;
+            .expression_attribute_values(":pk", s(&pk));
+        let failed = "failed to query notifications";
+        let (items, next) = query_page(query, limit, start, failed, notification_from_item).await?;
         Ok(Page { items, next })
     }
 
     #[tracing::instrument(skip(self))]
     async fn unread_count(&self, recipient: &UserId) -> Result<u64, NotificationStoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(recipient), NOTIFICATION_STATE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the unread count")?;
-        Ok(match output.item() {
-            Some(item) => get_n(item, "unreadCount").map_err(anyhow::Error::from)?,
+        let key = key(user_pk(recipient), NOTIFICATION_STATE_SK);
+        let failed = "failed to read the unread count";
+        let item = get_consistent(&self.client, &self.table, key, None, failed).await?;
+        Ok(match item {
+            Some(item) => get_n(&item, "unreadCount").map_err(anyhow::Error::from)?,
             None => 0,
         })
     }

@@ -5,19 +5,19 @@
 use crate::consumer::{Message, parse_each};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Rejected, Unit, apply_once};
+use crate::once::{Rejected, Through, Unit, apply_groups, group};
 use async_trait::async_trait;
 
 /// The consumer's name in its applied markers (`APPLIED#follower-count#<eventId>`).
 pub const CONSUMER: &str = "follower-count";
 
-/// A transaction holds the markers plus the one profile update.
-pub const MAX_EVENTS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
-
 /// Where follower counts are applied. A unit's marker is the event id and its payload the
 /// change (+1 follow, -1 unfollow).
 #[async_trait]
 pub trait FollowerCountStore: Send + Sync {
+    /// How many units one [`Self::apply_follower_delta`] takes at most.
+    fn max_units_per_delta(&self) -> usize;
+
     /// In one transaction: a marker per unit (absent before) and `followerCount += sum`,
     /// never below zero (else [`Rejected::Aggregate`]).
     async fn apply_follower_delta(
@@ -25,18 +25,6 @@ pub trait FollowerCountStore: Send + Sync {
         followee: &UserId,
         units: &[Unit<i64>],
     ) -> Result<(), Rejected>;
-}
-
-struct ForFollowee<'a> {
-    store: &'a dyn FollowerCountStore,
-    followee: &'a UserId,
-}
-
-#[async_trait]
-impl Commit<i64> for ForFollowee<'_> {
-    async fn commit(&self, units: &[Unit<i64>]) -> Result<(), Rejected> {
-        self.store.apply_follower_delta(self.followee, units).await
-    }
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -55,64 +43,60 @@ pub async fn handle_batch(store: &dyn FollowerCountStore, messages: Vec<Message>
             failed.push(message);
             continue;
         };
-        let unit = Unit::new(envelope.id, message, delta);
-        match groups.iter_mut().find(|(user, _)| *user == followee) {
-            Some((_, units)) => units.push(unit),
-            None => groups.push((followee, vec![unit])),
-        }
+        group(
+            &mut groups,
+            followee,
+            Unit::new(envelope.id, message, delta),
+        );
     }
     // Followees are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(followee, units)| {
-        let units = std::mem::take(units);
-        let followee = &*followee;
-        async move {
-            let target = ForFollowee { store, followee };
-            apply_once(units, MAX_EVENTS_PER_COMMIT, &target).await
-        }
-    }))
-    .await;
-    for outcome in outcomes {
-        failed.extend(outcome.failed_messages());
-    }
+    let store_for = |followee| Through {
+        port: store,
+        context: followee,
+        max_units: store.max_units_per_delta(),
+        call: |store, followee, units| store.apply_follower_delta(followee, units),
+    };
+    failed.extend(apply_groups(groups, store_for).await);
     failed
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{HashMap, HashSet};
+    use crate::once::tests::Markers;
+    use std::collections::HashMap;
     use std::sync::Mutex;
 
     /// Profiles' follower counts and markers in memory; counts every profile write.
     #[derive(Default)]
     struct MemoryCounts {
         counts: Mutex<HashMap<UserId, i64>>,
-        markers: Mutex<HashSet<String>>,
+        markers: Markers,
         profile_writes: Mutex<u32>,
     }
 
     #[async_trait]
     impl FollowerCountStore for MemoryCounts {
+        fn max_units_per_delta(&self) -> usize {
+            crate::social::derived_store::MAX_UNITS_PER_DELTA
+        }
+
         async fn apply_follower_delta(
             &self,
             followee: &UserId,
             units: &[Unit<i64>],
         ) -> Result<(), Rejected> {
-            let mut markers = self.markers.lock().unwrap();
-            let applied = crate::once::indices_where(units, |u| markers.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
-            let delta: i64 = units.iter().map(|u| u.payload).sum();
-            let mut counts = self.counts.lock().unwrap();
-            let count = counts.entry(followee.clone()).or_default();
-            if *count + delta < 0 {
-                return Err(Rejected::Aggregate);
-            }
-            *count += delta;
-            *self.profile_writes.lock().unwrap() += 1;
-            markers.extend(units.iter().map(|u| u.marker.clone()));
-            Ok(())
+            self.markers.commit(units, || {
+                let delta: i64 = units.iter().map(|u| u.payload).sum();
+                let mut counts = self.counts.lock().unwrap();
+                let count = counts.entry(followee.clone()).or_default();
+                if *count + delta < 0 {
+                    return Err(Rejected::Aggregate);
+                }
+                *count += delta;
+                *self.profile_writes.lock().unwrap() += 1;
+                Ok(())
+            })
         }
     }
 

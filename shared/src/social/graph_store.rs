@@ -29,13 +29,14 @@ use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
-    TransactError, Transaction, cursor_of, get_n, get_s, key, n, s, start_key, write_retrying,
+    Item as Attributes, TransactError, Transaction, get_consistent, get_item, get_n, get_s, key, n,
+    query_page, s, start_key, update_item, write_retrying,
 };
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The items of a follow or unfollow transaction, named so that a failure says which.
@@ -54,8 +55,6 @@ enum Item {
 /// The update that counts an attempt in its window, unless the window is full.
 const COUNT_ATTEMPT: &str = "SET entity = :entity, expiresAt = :expires ADD attempts :one";
 const WINDOW_HAS_ROOM: &str = "attribute_not_exists(attempts) OR attempts < :limit";
-
-type Attributes = HashMap<String, AttributeValue>;
 
 impl DynamoSocialStore {
     fn edge_key(&self, relationship: &Relationship) -> Attributes {
@@ -98,17 +97,11 @@ impl DynamoSocialStore {
         follower: &UserId,
         max_following: u32,
     ) -> Result<FollowWrite, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(follower), PROFILE_SK)))
-            .projection_expression("followingCount")
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the follower's count")?;
-        let Some(item) = output.item else {
+        let key = key(user_pk(follower), PROFILE_SK);
+        let failed = "failed to read the follower's count";
+        let projection = Some("followingCount");
+        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let Some(item) = item else {
             return Ok(FollowWrite::NoFollowerProfile);
         };
         let count: u64 = get_n(&item, "followingCount").context("bad profile item")?;
@@ -150,11 +143,7 @@ impl GraphStore for DynamoSocialStore {
     #[tracing::instrument(skip(self))]
     async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
         // A read, even a strongly consistent one, never conflicts with a transaction.
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+        let output = get_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
             .projection_expression("#status")
             .expression_attribute_names("#status", "status")
             .consistent_read(true)
@@ -171,11 +160,7 @@ impl GraphStore for DynamoSocialStore {
 
     #[tracing::instrument(skip_all, fields(user = %attempt.user, window = attempt.window_start))]
     async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(self.rate_key(attempt)))
+        let update = update_item(&self.client, &self.table, self.rate_key(attempt))
             .update_expression(COUNT_ATTEMPT)
             .condition_expression(WINDOW_HAS_ROOM)
             .set_expression_attribute_values(Some(Self::rate_values(attempt)));
@@ -318,17 +303,11 @@ impl GraphStore for DynamoSocialStore {
 
     #[tracing::instrument(skip_all, fields(follower = %relationship.follower, followee = %relationship.followee))]
     async fn followed_at(&self, relationship: &Relationship) -> Result<Option<String>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(self.edge_key(relationship)))
-            .projection_expression("followedAt")
-            .consistent_read(true)
-            .send()
-            .await
-            .context("failed to read the edge")?;
-        let Some(item) = output.item else {
+        let key = self.edge_key(relationship);
+        let failed = "failed to read the edge";
+        let projection = Some("followedAt");
+        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let Some(item) = item else {
             return Ok(None);
         };
         let at = get_s(&item, "followedAt").context("bad edge item")?;
@@ -348,37 +327,24 @@ impl GraphStore for DynamoSocialStore {
         let start = cursor
             .map(|cursor| index.start_key(user, cursor))
             .transpose()?;
-        let output = self
+        let query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(index.name)
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", index.pk)
-            .expression_attribute_values(":pk", s(partition))
-            .scan_index_forward(false)
-            .limit(limit.get() as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .context("failed to query the follow index")
-            .map_err(StoreError)?;
-        let entries = output
-            .items()
-            .iter()
-            .map(|item| {
-                let user = get_s(item, index.other)?;
-                Ok(EdgeEntry {
-                    user: UserId::parse(user).context("stored user id is not a valid id")?,
-                    followed_at: get_s(item, "followedAt")?.to_owned(),
-                })
+            .expression_attribute_values(":pk", s(partition));
+        let entry = |item: &Attributes| {
+            let user = get_s(item, index.other)?;
+            Ok(EdgeEntry {
+                user: UserId::parse(user).context("stored user id is not a valid id")?,
+                followed_at: get_s(item, "followedAt")?.to_owned(),
             })
-            .collect::<anyhow::Result<Vec<_>>>()
-            .map_err(StoreError)?;
-        let next = output
-            .last_evaluated_key
-            .map(|last| cursor_of(&last))
-            .transpose()
+        };
+        let failed = "failed to query the follow index";
+        let (entries, next) = query_page(query, limit, start, failed, entry)
+            .await
             .map_err(StoreError)?;
         Ok(EdgePage { entries, next })
     }
@@ -470,87 +436,81 @@ mod tests {
     const AT: &str = "2026-11-30T18:00:00.000000Z";
 
     #[test]
-    fn a_followers_cursor_of_this_list_becomes_the_start_key() {
-        let index = ListIndex::of(Direction::Followers);
-        let good = cursor(&[
-            ("pk", "USER#ada"),
-            ("sk", "FOLLOWS#bob"),
-            ("gsi1pk", "FOLLOWERS#bob"),
-            ("gsi1sk", &format!("{AT}#ada")),
-        ]);
-        let key = index.start_key(&bob(), &good).unwrap();
-        assert_eq!(key["gsi1pk"], s("FOLLOWERS#bob"));
-        assert_eq!(key.len(), 4);
-    }
-
-    #[test]
-    fn a_following_cursor_of_this_list_becomes_the_start_key() {
-        let index = ListIndex::of(Direction::Following);
-        let good = cursor(&[
-            ("pk", "USER#bob"),
-            ("sk", "FOLLOWS#cat"),
-            ("gsi2pk", "FOLLOWING#bob"),
-            ("gsi2sk", &format!("{AT}#cat")),
-        ]);
-        assert!(index.start_key(&bob(), &good).is_ok());
+    fn a_cursor_of_this_list_becomes_the_start_key() {
+        let followers = format!("{AT}#ada");
+        let following = format!("{AT}#cat");
+        // Per list of bob's: a cursor of it, and the index partition its start key has.
+        let cases = [
+            (
+                Direction::Followers,
+                [
+                    ("pk", "USER#ada"),
+                    ("sk", "FOLLOWS#bob"),
+                    ("gsi1pk", "FOLLOWERS#bob"),
+                    ("gsi1sk", followers.as_str()),
+                ],
+                ("gsi1pk", "FOLLOWERS#bob"),
+            ),
+            (
+                Direction::Following,
+                [
+                    ("pk", "USER#bob"),
+                    ("sk", "FOLLOWS#cat"),
+                    ("gsi2pk", "FOLLOWING#bob"),
+                    ("gsi2sk", following.as_str()),
+                ],
+                ("gsi2pk", "FOLLOWING#bob"),
+            ),
+        ];
+        for (direction, good, (name, partition)) in cases {
+            let key = ListIndex::of(direction).start_key(&bob(), &cursor(&good));
+            let key = key.unwrap_or_else(|err| panic!("{direction:?}: {err:?}"));
+            assert_eq!(key[name], s(partition));
+            assert_eq!(key.len(), 4);
+        }
     }
 
     #[test]
     fn cursors_of_other_lists_or_forged_ones_are_refused() {
         let index = ListIndex::of(Direction::Followers);
         let sk = format!("{AT}#ada");
-        let cases: Vec<Vec<(&str, &str)>> = vec![
+        // Followers-list cursors (pk, sk, gsi1pk, gsi1sk) that are not of bob's list.
+        let followers_keys = [
             // Another user's followers.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#cat"),
-                ("gsi1pk", "FOLLOWERS#cat"),
-                ("gsi1sk", &sk),
-            ],
+            ["USER#ada", "FOLLOWS#cat", "FOLLOWERS#cat", &sk],
             // The partition rewritten, the edge not.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#cat"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-            ],
+            ["USER#ada", "FOLLOWS#cat", "FOLLOWERS#bob", &sk],
             // The index sort key of another follower.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", "2026#eve"),
-            ],
-            // A following cursor on the followers list.
-            vec![
-                ("pk", "USER#bob"),
-                ("sk", "FOLLOWS#ada"),
-                ("gsi2pk", "FOLLOWING#bob"),
-                ("gsi2sk", &sk),
-            ],
-            // An extra attribute.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-                ("x", "y"),
-            ],
+            ["USER#ada", "FOLLOWS#bob", "FOLLOWERS#bob", "2026#eve"],
             // A key that is not a user's.
-            vec![
-                ("pk", "OUTBOX#1"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", &sk),
-            ],
+            ["OUTBOX#1", "FOLLOWS#bob", "FOLLOWERS#bob", &sk],
             // No time.
-            vec![
-                ("pk", "USER#ada"),
-                ("sk", "FOLLOWS#bob"),
-                ("gsi1pk", "FOLLOWERS#bob"),
-                ("gsi1sk", "#ada"),
-            ],
+            ["USER#ada", "FOLLOWS#bob", "FOLLOWERS#bob", "#ada"],
         ];
+        let mut cases: Vec<Vec<(&str, &str)>> = followers_keys
+            .iter()
+            .map(|values| {
+                ["pk", "sk", "gsi1pk", "gsi1sk"]
+                    .into_iter()
+                    .zip(*values)
+                    .collect()
+            })
+            .collect();
+        // A following cursor on the followers list.
+        cases.push(vec![
+            ("pk", "USER#bob"),
+            ("sk", "FOLLOWS#ada"),
+            ("gsi2pk", "FOLLOWING#bob"),
+            ("gsi2sk", &sk),
+        ]);
+        // An extra attribute.
+        cases.push(vec![
+            ("pk", "USER#ada"),
+            ("sk", "FOLLOWS#bob"),
+            ("gsi1pk", "FOLLOWERS#bob"),
+            ("gsi1sk", &sk),
+            ("x", "y"),
+        ]);
         for case in cases {
             assert_eq!(
                 index.start_key(&bob(), &cursor(&case)),

@@ -11,7 +11,7 @@ use crate::consumer::{Message, parse_each};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::SocialEvent;
 use crate::ids::UserId;
-use crate::once::{Commit, Outcome, Rejected, Unit, apply_once};
+use crate::once::{Outcome, Rejected, Through, Unit, apply_groups, apply_once, group};
 use async_trait::async_trait;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -19,11 +19,6 @@ use time::format_description::well_known::Rfc3339;
 
 pub const FOLLOW: &str = "FOLLOW";
 pub const TARGET_USER: &str = "USER";
-
-/// A notification costs its key item and itself; the unread count is the one more item.
-pub const MAX_NEW_PER_COMMIT: usize = (crate::dynamo::MAX_TRANSACTION_ITEMS - 1) / 2;
-/// Marking read updates each notification, plus the unread count.
-pub const MAX_MARKS_PER_COMMIT: usize = crate::dynamo::MAX_TRANSACTION_ITEMS - 1;
 
 /// A notification's id: its creation time and a random part.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -83,6 +78,15 @@ pub struct NewFollow {
     pub notification_id: NotificationId,
 }
 
+/// How many units one call of each of [`NotificationStore`]'s commits takes at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotificationLimits {
+    /// Of [`NotificationStore::add_follow_notifications`].
+    pub add: usize,
+    /// Of [`NotificationStore::mark_read`].
+    pub mark: usize,
+}
+
 /// Why the notification store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NotificationStoreError {
@@ -95,6 +99,9 @@ pub enum NotificationStoreError {
 /// Where notifications live.
 #[async_trait]
 pub trait NotificationStore: Send + Sync {
+    /// How many units one call of each of the commits takes.
+    fn limits(&self) -> NotificationLimits;
+
     /// In one transaction: each unit's key item (absent before, else
     /// [`Rejected::AlreadyApplied`]), its notification, and `unreadCount += units`.
     async fn add_follow_notifications(
@@ -128,32 +135,6 @@ pub trait NotificationStore: Send + Sync {
         recipient: &UserId,
         limit: usize,
     ) -> Result<Vec<NotificationId>, NotificationStoreError>;
-}
-
-struct NewFor<'a> {
-    store: &'a dyn NotificationStore,
-    recipient: &'a UserId,
-}
-
-#[async_trait]
-impl Commit<NewFollow> for NewFor<'_> {
-    async fn commit(&self, units: &[Unit<NewFollow>]) -> Result<(), Rejected> {
-        self.store
-            .add_follow_notifications(self.recipient, units)
-            .await
-    }
-}
-
-struct ReadFor<'a> {
-    store: &'a dyn NotificationStore,
-    recipient: &'a UserId,
-}
-
-#[async_trait]
-impl Commit<NotificationId> for ReadFor<'_> {
-    async fn commit(&self, units: &[Unit<NotificationId>]) -> Result<(), Rejected> {
-        self.store.mark_read(self.recipient, units).await
-    }
 }
 
 /// The event's time as the notification's, normalized so that it sorts as text; now if the
@@ -192,24 +173,16 @@ pub async fn handle_batch(store: &dyn NotificationStore, messages: Vec<Message>)
                 notification_id,
             },
         );
-        match groups.iter_mut().find(|(user, _)| *user == recipient) {
-            Some((_, units)) => units.push(unit),
-            None => groups.push((recipient, vec![unit])),
-        }
+        group(&mut groups, recipient, unit);
     }
     // Recipients are independent items: their commits go side by side.
-    let outcomes = crate::consumer::join_all(groups.iter_mut().map(|(recipient, units)| {
-        let units = std::mem::take(units);
-        let recipient = &*recipient;
-        async move {
-            let target = NewFor { store, recipient };
-            apply_once(units, MAX_NEW_PER_COMMIT, &target).await
-        }
-    }))
-    .await;
-    for outcome in outcomes {
-        failed.extend(outcome.failed_messages());
-    }
+    let store_for = |recipient| Through {
+        port: store,
+        context: recipient,
+        max_units: store.limits().add,
+        call: |store, recipient, units| store.add_follow_notifications(recipient, units),
+    };
+    failed.extend(apply_groups(groups, store_for).await);
     failed
 }
 
@@ -224,20 +197,27 @@ pub async fn mark_read(
         .into_iter()
         .map(|id| Unit::new(id.as_str(), id.as_str(), id.clone()))
         .collect();
-    apply_once(units, MAX_MARKS_PER_COMMIT, &ReadFor { store, recipient }).await
+    let marks = Through {
+        port: store,
+        context: recipient,
+        max_units: store.limits().mark,
+        call: |store, recipient, units| store.mark_read(recipient, units),
+    };
+    apply_once(units, &marks).await
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::once::tests::Markers;
     use crate::testing::batch as messages;
-    use std::collections::{BTreeMap, HashSet};
+    use std::collections::BTreeMap;
     use std::sync::Mutex;
 
     /// Notifications in memory, with the DynamoDB store's semantics.
     #[derive(Default)]
     pub(crate) struct MemoryNotifications {
-        pub keys: Mutex<HashSet<String>>,
+        pub keys: Markers,
         /// (recipient, id) → notification
         pub items: Mutex<BTreeMap<(String, String), Notification>>,
         pub unread: Mutex<BTreeMap<String, u64>>,
@@ -246,41 +226,41 @@ pub(crate) mod tests {
 
     #[async_trait]
     impl NotificationStore for MemoryNotifications {
+        fn limits(&self) -> NotificationLimits {
+            crate::social::derived_store::NOTIFICATION_LIMITS
+        }
+
         async fn add_follow_notifications(
             &self,
             recipient: &UserId,
             units: &[Unit<NewFollow>],
         ) -> Result<(), Rejected> {
-            let mut keys = self.keys.lock().unwrap();
-            let applied = crate::once::indices_where(units, |u| keys.contains(&u.marker));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
-            let mut items = self.items.lock().unwrap();
-            for unit in units {
-                keys.insert(unit.marker.clone());
-                let id = unit.payload.notification_id.clone();
-                items.insert(
-                    (recipient.to_string(), id.as_str().to_owned()),
-                    Notification {
-                        created_at: id.created_at().to_owned(),
-                        notification_id: id,
-                        kind: FOLLOW.to_owned(),
-                        actor_id: unit.payload.actor.to_string(),
-                        target_type: TARGET_USER.to_owned(),
-                        target_id: recipient.to_string(),
-                        read: false,
-                    },
-                );
-            }
-            *self
-                .unread
-                .lock()
-                .unwrap()
-                .entry(recipient.to_string())
-                .or_default() += units.len() as u64;
-            *self.state_writes.lock().unwrap() += 1;
-            Ok(())
+            self.keys.commit(units, || {
+                let mut items = self.items.lock().unwrap();
+                for unit in units {
+                    let id = unit.payload.notification_id.clone();
+                    items.insert(
+                        (recipient.to_string(), id.as_str().to_owned()),
+                        Notification {
+                            created_at: id.created_at().to_owned(),
+                            notification_id: id,
+                            kind: FOLLOW.to_owned(),
+                            actor_id: unit.payload.actor.to_string(),
+                            target_type: TARGET_USER.to_owned(),
+                            target_id: recipient.to_string(),
+                            read: false,
+                        },
+                    );
+                }
+                *self
+                    .unread
+                    .lock()
+                    .unwrap()
+                    .entry(recipient.to_string())
+                    .or_default() += units.len() as u64;
+                *self.state_writes.lock().unwrap() += 1;
+                Ok(())
+            })
         }
 
         async fn mark_read(
@@ -290,11 +270,7 @@ pub(crate) mod tests {
         ) -> Result<(), Rejected> {
             let mut items = self.items.lock().unwrap();
             let key = |u: &Unit<NotificationId>| (recipient.to_string(), u.marker.clone());
-            let applied =
-                crate::once::indices_where(units, |u| items.get(&key(u)).is_none_or(|n| n.read));
-            if !applied.is_empty() {
-                return Err(Rejected::AlreadyApplied(applied));
-            }
+            crate::once::refuse_applied(units, |u| items.get(&key(u)).is_none_or(|n| n.read))?;
             for unit in units {
                 items.get_mut(&key(unit)).unwrap().read = true;
             }

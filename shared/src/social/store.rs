@@ -5,7 +5,7 @@
 use super::keys::{PROFILE_SK, user_pk};
 use super::profile::{DisplayName, Profile, ProfileStore, StoreError, UserStatus};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{get_n, get_s, key, n, s, write_retrying};
+use crate::dynamo::{get_item, get_n, get_s, key, n, s, update_item, write_retrying};
 use crate::ids::UserId;
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -76,11 +76,7 @@ impl ProfileStore for DynamoSocialStore {
         // values only when absent, so a rename never resets what follows have counted. The
         // profile is in the owner's follow transactions and the follower-count consumer's:
         // a write during one of them is refused for a moment, and retried.
-        let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+        let update = update_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
             .update_expression(
                 "SET displayName = :name, updatedAt = :now, userId = :user, entity = :entity, \
                  createdAt = if_not_exists(createdAt, :now), \
@@ -109,11 +105,7 @@ impl ProfileStore for DynamoSocialStore {
 
     #[tracing::instrument(skip(self))]
     async fn get_profile(&self, user: &UserId) -> Result<Option<Profile>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(user_pk(user), PROFILE_SK)))
+        let output = get_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
             .send()
             .await
             .context("failed to read the profile")?;

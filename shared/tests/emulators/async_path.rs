@@ -1,9 +1,9 @@
 //! The asynchronous path's adapters against moto: follower counts and notifications applied
 //! once, and the relay's SQS sink.
 
-use crate::support::{batch, clients, create_table, template_batch_size, unique};
+use crate::support::{batch, clients, create_queue, create_table, template_batch_size};
 use app::cursor::PageLimit;
-use app::dynamo::{get_n, key, n, s};
+use app::dynamo::{get_consistent, get_n, key, n, s};
 use app::ids::UserId;
 use app::social::derived_store::DynamoDerivedStore;
 use app::social::event_sink::SqsEventSink;
@@ -18,41 +18,43 @@ fn event(kind: &str, id: &str, follower: &str, followee: &str) -> String {
     .to_string()
 }
 
-async fn put_profile(clients: &app::cloud::Clients, table: &str, user: &str, followers: i64) {
-    let user = UserId::parse(user).unwrap();
-    let mut item = key(keys::user_pk(&user), keys::PROFILE_SK);
-    item.insert("followerCount".to_owned(), n(followers));
-    item.insert("status".to_owned(), s("ACTIVE"));
-    clients
-        .dynamodb
-        .put_item()
-        .table_name(table)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
+/// The profiles of a fresh table, read and written directly.
+struct Profiles {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
 }
 
-async fn follower_count_of(clients: &app::cloud::Clients, table: &str, user: &str) -> i64 {
-    let user = UserId::parse(user).unwrap();
-    let output = clients
-        .dynamodb
-        .get_item()
-        .table_name(table)
-        .set_key(Some(key(keys::user_pk(&user), keys::PROFILE_SK)))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap();
-    get_n(output.item().unwrap(), "followerCount").unwrap()
+/// A fresh table, and the derived store over it.
+async fn derived_table() -> (Profiles, DynamoDerivedStore) {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
+    let client = clients.dynamodb;
+    (Profiles { client, table }, store)
+}
+
+impl Profiles {
+    async fn put(&self, user: &str, followers: i64) {
+        let user = UserId::parse(user).unwrap();
+        let mut item = key(keys::user_pk(&user), keys::PROFILE_SK);
+        item.insert("followerCount".to_owned(), n(followers));
+        item.insert("status".to_owned(), s("ACTIVE"));
+        let put = self.client.put_item().table_name(&self.table);
+        put.set_item(Some(item)).send().await.unwrap();
+    }
+
+    async fn follower_count(&self, user: &str) -> i64 {
+        let user = UserId::parse(user).unwrap();
+        let key = key(keys::user_pk(&user), keys::PROFILE_SK);
+        let item = get_consistent(&self.client, &self.table, key, None, "read a profile");
+        get_n(&item.await.unwrap().unwrap(), "followerCount").unwrap()
+    }
 }
 
 #[tokio::test]
 async fn a_follower_count_batch_applied_twice_changes_nothing_and_never_goes_negative() {
-    let clients = clients().await;
-    let table = create_table(&clients).await;
-    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
-    put_profile(&clients, &table, "star", 0).await;
+    let (profiles, store) = derived_table().await;
+    profiles.put("star", 0).await;
     let bodies = [
         event("UserFollowed", "e1", "a", "star"),
         event("UserFollowed", "e1", "a", "star"),
@@ -64,12 +66,12 @@ async fn a_follower_count_batch_applied_twice_changes_nothing_and_never_goes_neg
         follower_count::handle_batch(&store, batch(&bodies)).await,
         ["m4"]
     );
-    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+    assert_eq!(profiles.follower_count("star").await, 1);
     assert_eq!(
         follower_count::handle_batch(&store, batch(&bodies)).await,
         ["m4"]
     );
-    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+    assert_eq!(profiles.follower_count("star").await, 1);
 
     // Two unfollows whose follows have not arrived: refused until they do.
     let early = [
@@ -80,7 +82,7 @@ async fn a_follower_count_batch_applied_twice_changes_nothing_and_never_goes_neg
         follower_count::handle_batch(&store, batch(&early)).await,
         ["m0", "m1"]
     );
-    assert_eq!(follower_count_of(&clients, &table, "star").await, 1);
+    assert_eq!(profiles.follower_count("star").await, 1);
     let late_follow = [event("UserFollowed", "e6", "c", "star")];
     assert!(
         follower_count::handle_batch(&store, batch(&late_follow))
@@ -92,14 +94,12 @@ async fn a_follower_count_batch_applied_twice_changes_nothing_and_never_goes_neg
             .await
             .is_empty()
     );
-    assert_eq!(follower_count_of(&clients, &table, "star").await, 0);
+    assert_eq!(profiles.follower_count("star").await, 0);
 }
 
 #[tokio::test]
 async fn follow_unfollow_refollow_yields_one_notification_and_marking_read_counts_once() {
-    let clients = clients().await;
-    let table = create_table(&clients).await;
-    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
+    let (_, store) = derived_table().await;
     let bob = UserId::parse("bob").unwrap();
     let first = [
         event("UserFollowed", "e1", "ann", "bob"),
@@ -166,15 +166,7 @@ async fn follow_unfollow_refollow_yields_one_notification_and_marking_read_count
 #[tokio::test]
 async fn the_relay_sink_sends_every_body_in_batches_of_ten() {
     let clients = clients().await;
-    let url = clients
-        .sqs
-        .create_queue()
-        .queue_name(unique("relay"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = create_queue(&clients, "relay").await;
     let sink = SqsEventSink::new(clients.sqs.clone(), &url);
     let bodies: Vec<String> = (0..12).map(|i| format!("event {i}")).collect();
     let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
@@ -194,10 +186,8 @@ async fn the_relay_sink_sends_every_body_in_batches_of_ten() {
 
 #[tokio::test]
 async fn a_full_batch_of_follows_of_one_user_commits_within_dynamodbs_transaction_limit() {
-    let clients = clients().await;
-    let table = create_table(&clients).await;
-    let store = DynamoDerivedStore::new(clients.dynamodb.clone(), &table);
-    put_profile(&clients, &table, "star", 0).await;
+    let (profiles, store) = derived_table().await;
+    profiles.put("star", 0).await;
     // The template's batch, all for one followee: each notification writes two items and each
     // count event one marker, beside the one profile or unread-count item, so the commits must
     // be split for moto (like DynamoDB) to take them.
@@ -225,7 +215,7 @@ async fn a_full_batch_of_follows_of_one_user_commits_within_dynamodbs_transactio
         assert!(failed.is_empty(), "{function}: {failed:?}");
     }
     assert_eq!(
-        follower_count_of(&clients, &table, "star").await,
+        profiles.follower_count("star").await,
         template_batch_size("FollowerCountConsumerFunction") as i64
     );
     let star = UserId::parse("star").unwrap();

@@ -18,10 +18,9 @@ use std::time::Duration;
 
 use crate::support::{clients, create_table};
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem, Update};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -124,13 +123,10 @@ fn key(pk: &str) -> HashMap<String, AttributeValue> {
 
 fn increment(table: &str, pk: &str) -> TransactWriteItem {
     let update = Update::builder()
-        .table_name(table)
         .set_key(Some(key(pk)))
         .update_expression("ADD n :one")
-        .expression_attribute_values(":one", AttributeValue::N("1".to_owned()))
-        .build()
-        .unwrap();
-    TransactWriteItem::builder().update(update).build()
+        .expression_attribute_values(":one", AttributeValue::N("1".to_owned()));
+    app::dynamo::update_in(table, update)
 }
 
 fn put(table: &str, pk: &str) -> TransactWriteItem {
@@ -184,6 +180,45 @@ fn cancellation_codes(result: &TransactResult) -> Vec<String> {
         .collect()
 }
 
+/// A single-item put of the item `pk`.
+async fn put_item(client: &Client, table: &str, pk: &str) -> Result<(), SdkError<PutItemError>> {
+    let put = client.put_item().table_name(table).set_item(Some(key(pk)));
+    put.send().await.map(|_| ())
+}
+
+/// Asserts that a single-item write was refused because a transaction holds its item.
+fn assert_refused<E: ProvideErrorMetadata + std::fmt::Debug>(result: Result<(), SdkError<E>>) {
+    let err = result.expect_err("a single-item write on the item in flight is refused");
+    assert_eq!(err.code(), Some("TransactionConflictException"), "{err:?}");
+}
+
+/// A fresh table, and whether the emulator models conflicts.
+async fn fresh_table() -> (Client, String, bool) {
+    let clients = clients().await;
+    let table = create_table(&clients).await;
+    (clients.dynamodb, table, conflicts_enabled().await)
+}
+
+/// Runs [`while_in_flight`] on the requests that `requests(attempt)` makes (on fresh items
+/// each attempt) until the hold catches the first; answers that attempt and both answers.
+async fn caught_in_flight<F, S>(
+    what: &str,
+    mut requests: impl FnMut(u32) -> (F, S),
+) -> (u32, F::Output, S::Output)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Future,
+{
+    for attempt in 0..ATTEMPTS {
+        let (first, second) = requests(attempt);
+        if let Some((first, second)) = while_in_flight(first, second).await {
+            return (attempt, first, second);
+        }
+    }
+    panic!("in {ATTEMPTS} attempts the hold never caught {what}");
+}
+
 /// The item's `n`, or `None` when the item does not exist.
 async fn counter(client: &Client, table: &str, pk: &str) -> Option<String> {
     let item = client
@@ -203,211 +238,149 @@ async fn counter(client: &Client, table: &str, pk: &str) -> Option<String> {
 
 #[tokio::test]
 async fn a_transaction_on_an_item_in_flight_is_cancelled_with_transaction_conflict() {
-    let clients = clients().await;
-    let client = &clients.dynamodb;
-    let table = create_table(&clients).await;
-    let enabled = conflicts_enabled().await;
+    let (client, table, enabled) = fresh_table().await;
+    let client = &client;
     assert_eq!(conflict_counts(&table).await, (0, 0));
-
-    for attempt in 0..ATTEMPTS {
-        let (x, y) = (format!("x{attempt}"), format!("y{attempt}"));
-        let first = transact(client.clone(), vec![increment(&table, &x)]);
-        let second_items = || vec![increment(&table, &x), put(&table, &y)];
-        let second = transact(client.clone(), second_items());
-        let Some((first, second)) = while_in_flight(first, second).await else {
-            continue;
-        };
-        first.expect("the transaction in flight succeeds");
-        if !enabled {
-            second.expect("with conflicts off, nothing conflicts");
-            assert_eq!(counter(client, &table, &x).await.as_deref(), Some("2"));
-            assert_eq!(conflict_counts(&table).await, (0, 0));
-            return;
-        }
-        assert_eq!(
-            cancellation_codes(&second),
-            ["TransactionConflict", "None"],
-            "one reason per item, in request order"
-        );
-        assert_eq!(
-            counter(client, &table, &y).await,
-            None,
-            "nothing was written"
-        );
-        assert_eq!(counter(client, &table, &x).await.as_deref(), Some("1"));
-
-        // Once the first answered, nothing stays in flight.
-        transact(client.clone(), second_items())
-            .await
-            .expect("the same transaction, sent again, succeeds");
+    let names = |attempt| (format!("x{attempt}"), format!("y{attempt}"));
+    let second_items = |(x, y): &(String, String)| vec![increment(&table, x), put(&table, y)];
+    let (attempt, first, second) = caught_in_flight("the first transaction", |attempt| {
+        let names = names(attempt);
+        let first = transact(client.clone(), vec![increment(&table, &names.0)]);
+        (first, transact(client.clone(), second_items(&names)))
+    })
+    .await;
+    let (x, y) = names(attempt);
+    first.expect("the transaction in flight succeeds");
+    if !enabled {
+        second.expect("with conflicts off, nothing conflicts");
         assert_eq!(counter(client, &table, &x).await.as_deref(), Some("2"));
-        assert!(counter(client, &table, &y).await.is_some());
-        assert_eq!(conflict_counts(&table).await, (1, 0));
+        assert_eq!(conflict_counts(&table).await, (0, 0));
         return;
     }
-    panic!("in {ATTEMPTS} attempts the hold never caught the first transaction");
+    assert_eq!(
+        cancellation_codes(&second),
+        ["TransactionConflict", "None"],
+        "one reason per item, in request order"
+    );
+    assert_eq!(
+        counter(client, &table, &y).await,
+        None,
+        "nothing was written"
+    );
+    assert_eq!(counter(client, &table, &x).await.as_deref(), Some("1"));
+
+    // Once the first answered, nothing stays in flight.
+    transact(client.clone(), second_items(&names(attempt)))
+        .await
+        .expect("the same transaction, sent again, succeeds");
+    assert_eq!(counter(client, &table, &x).await.as_deref(), Some("2"));
+    assert!(counter(client, &table, &y).await.is_some());
+    assert_eq!(conflict_counts(&table).await, (1, 0));
 }
 
 #[tokio::test]
 async fn a_single_item_write_on_an_item_in_flight_is_refused() {
-    let clients = clients().await;
-    let client = &clients.dynamodb;
-    let table = create_table(&clients).await;
-    let enabled = conflicts_enabled().await;
-
-    for attempt in 0..ATTEMPTS {
-        let (x, z) = (format!("x{attempt}"), format!("z{attempt}"));
-        let first = transact(client.clone(), vec![increment(&table, &x)]);
-        let second = async {
-            let update = client
-                .update_item()
-                .table_name(&table)
-                .set_key(Some(key(&x)))
-                .update_expression("ADD n :ten")
-                .expression_attribute_values(":ten", AttributeValue::N("10".to_owned()))
-                .send()
-                .await;
-            let put = client
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(key(&x)))
-                .send()
-                .await;
-            let delete = client
-                .delete_item()
-                .table_name(&table)
-                .set_key(Some(key(&x)))
-                .send()
-                .await;
-            // Another item is free: this one waits for the lock, then goes through.
-            let other = client
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(key(&z)))
-                .send()
-                .await;
-            (update, put, delete, other)
-        };
-        let Some((first, (update, put, delete, other))) = while_in_flight(first, second).await
-        else {
-            continue;
-        };
-        first.expect("the transaction in flight succeeds");
-        other.expect("a write on another item goes through");
-        assert!(counter(client, &table, &z).await.is_some());
-        if !enabled {
-            update.expect("with conflicts off, nothing conflicts");
-            put.expect("with conflicts off, nothing conflicts");
-            delete.expect("with conflicts off, nothing conflicts");
-            assert_eq!(conflict_counts(&table).await, (0, 0));
-            return;
-        }
-        let update = update.expect_err("UpdateItem on the item in flight is refused");
-        assert!(
-            matches!(
-                update.as_service_error(),
-                Some(UpdateItemError::TransactionConflictException(e))
-                    if e.message() == Some(ONGOING)
-            ),
-            "{update:?}"
-        );
-        let put = put.expect_err("PutItem on the item in flight is refused");
-        assert!(
-            matches!(
-                put.as_service_error(),
-                Some(PutItemError::TransactionConflictException(_))
-            ),
-            "{put:?}"
-        );
-        let delete = delete.expect_err("DeleteItem on the item in flight is refused");
-        assert!(
-            matches!(
-                delete.as_service_error(),
-                Some(DeleteItemError::TransactionConflictException(_))
-            ),
-            "{delete:?}"
-        );
-        assert_eq!(
-            counter(client, &table, &x).await.as_deref(),
-            Some("1"),
-            "only the transaction wrote the item"
-        );
-        assert_eq!(conflict_counts(&table).await, (0, 3));
+    let (client, table, enabled) = fresh_table().await;
+    let (client, table) = (&client, table.as_str());
+    let names = |attempt| (format!("x{attempt}"), format!("z{attempt}"));
+    let (attempt, first, (update, put, delete, other)) =
+        caught_in_flight("the transaction", |attempt| {
+            let (x, z) = names(attempt);
+            let first = transact(client.clone(), vec![increment(table, &x)]);
+            let second = async move {
+                let update = client
+                    .update_item()
+                    .table_name(table)
+                    .set_key(Some(key(&x)))
+                    .update_expression("ADD n :ten")
+                    .expression_attribute_values(":ten", AttributeValue::N("10".to_owned()))
+                    .send()
+                    .await
+                    .map(|_| ());
+                let put = put_item(client, table, &x).await;
+                let delete = client
+                    .delete_item()
+                    .table_name(table)
+                    .set_key(Some(key(&x)));
+                let delete = delete.send().await.map(|_| ());
+                // Another item is free: this one waits for the lock, then goes through.
+                let other = put_item(client, table, &z).await;
+                (update, put, delete, other)
+            };
+            (first, second)
+        })
+        .await;
+    let (x, z) = names(attempt);
+    first.expect("the transaction in flight succeeds");
+    other.expect("a write on another item goes through");
+    assert!(counter(client, table, &z).await.is_some());
+    if !enabled {
+        update.expect("with conflicts off, nothing conflicts");
+        put.expect("with conflicts off, nothing conflicts");
+        delete.expect("with conflicts off, nothing conflicts");
+        assert_eq!(conflict_counts(table).await, (0, 0));
         return;
     }
-    panic!("in {ATTEMPTS} attempts the hold never caught the transaction");
+    if let Err(err) = &update {
+        assert_eq!(err.message(), Some(ONGOING), "{err:?}");
+    }
+    assert_refused(update);
+    assert_refused(put);
+    assert_refused(delete);
+    assert_eq!(
+        counter(client, table, &x).await.as_deref(),
+        Some("1"),
+        "only the transaction wrote the item"
+    );
+    assert_eq!(conflict_counts(table).await, (0, 3));
 }
 
 #[tokio::test]
 async fn a_condition_check_holds_its_item_too() {
-    let clients = clients().await;
-    let client = &clients.dynamodb;
-    let table = create_table(&clients).await;
-    let enabled = conflicts_enabled().await;
-
-    for attempt in 0..ATTEMPTS {
-        let (x, w, v) = (
-            format!("x{attempt}"),
-            format!("w{attempt}"),
-            format!("v{attempt}"),
-        );
+    let (client, table, enabled) = fresh_table().await;
+    let client = &client;
+    let names = |attempt| {
+        let name = |prefix: &str| format!("{prefix}{attempt}");
+        (name("x"), name("w"), name("v"))
+    };
+    let (attempt, first, second) = caught_in_flight("the first transaction", |attempt| {
+        let (x, w, v) = names(attempt);
         // The first only checks X; the second writes it.
-        let first = transact(
-            client.clone(),
-            vec![check_absent(&table, &x), put(&table, &w)],
-        );
-        let second = transact(client.clone(), vec![put(&table, &v), increment(&table, &x)]);
-        let Some((first, second)) = while_in_flight(first, second).await else {
-            continue;
-        };
-        first.expect("the transaction in flight succeeds");
-        if !enabled {
-            second.expect("with conflicts off, nothing conflicts");
-            assert_eq!(conflict_counts(&table).await, (0, 0));
-            return;
-        }
-        assert_eq!(cancellation_codes(&second), ["None", "TransactionConflict"]);
-        assert_eq!(counter(client, &table, &x).await, None);
-        assert_eq!(counter(client, &table, &v).await, None);
-        assert_eq!(conflict_counts(&table).await, (1, 0));
+        let first = vec![check_absent(&table, &x), put(&table, &w)];
+        let second = vec![put(&table, &v), increment(&table, &x)];
+        let transact = |items| transact(client.clone(), items);
+        (transact(first), transact(second))
+    })
+    .await;
+    let (x, _, v) = names(attempt);
+    first.expect("the transaction in flight succeeds");
+    if !enabled {
+        second.expect("with conflicts off, nothing conflicts");
+        assert_eq!(conflict_counts(&table).await, (0, 0));
         return;
     }
-    panic!("in {ATTEMPTS} attempts the hold never caught the first transaction");
+    assert_eq!(cancellation_codes(&second), ["None", "TransactionConflict"]);
+    assert_eq!(counter(client, &table, &x).await, None);
+    assert_eq!(counter(client, &table, &v).await, None);
+    assert_eq!(conflict_counts(&table).await, (1, 0));
 }
 
 #[tokio::test]
 async fn a_queued_single_item_write_holds_nothing() {
     // Only transactions hold items: a PutItem waiting for the lock does not make a
     // transaction on the same item conflict.
-    let clients = clients().await;
-    let client = &clients.dynamodb;
-    let table = create_table(&clients).await;
-
-    for attempt in 0..ATTEMPTS {
+    let (client, table, _) = fresh_table().await;
+    let (_, first, second) = caught_in_flight("the write", |attempt| {
         let x = format!("x{attempt}");
-        let first = {
-            let client = client.clone();
-            let table = table.clone();
-            let x = x.clone();
-            async move {
-                client
-                    .put_item()
-                    .table_name(table)
-                    .set_item(Some(key(&x)))
-                    .send()
-                    .await
-            }
-        };
         let second = transact(client.clone(), vec![increment(&table, &x)]);
-        let Some((first, second)) = while_in_flight(first, second).await else {
-            continue;
-        };
-        first.expect("the single-item write succeeds");
-        second.expect("the transaction is not cancelled by a single-item write");
-        assert_eq!(conflict_counts(&table).await, (0, 0));
-        return;
-    }
-    panic!("in {ATTEMPTS} attempts the hold never caught the write");
+        let (client, table) = (client.clone(), table.clone());
+        let first = async move { put_item(&client, &table, &x).await };
+        (first, second)
+    })
+    .await;
+    first.expect("the single-item write succeeds");
+    second.expect("the transaction is not cancelled by a single-item write");
+    assert_eq!(conflict_counts(&table).await, (0, 0));
 }
 
 #[tokio::test]

@@ -1,50 +1,70 @@
 //! Transactions: all or nothing, and a failed condition says which item it was.
 
 use crate::support::{clients, create_table};
-use app::dynamo::{TransactError, Transaction, get_n, get_s, key, n};
+use app::dynamo::{
+    Item, TransactError, Transaction, get_consistent, get_n, get_s, key, n, put_if_absent,
+    update_in,
+};
 use app::retry::Backoff;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Item {
+enum Label {
     Edge,
     Counter,
 }
 
 fn put_new(table: &str, pk: &str) -> TransactWriteItem {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(key(pk, "A")))
-        .condition_expression("attribute_not_exists(pk)")
-        .build()
-        .unwrap();
-    TransactWriteItem::builder().put(put).build()
+    put_if_absent(table, key(pk, "A"))
 }
 
 fn increment(table: &str, pk: &str) -> TransactWriteItem {
     let update = Update::builder()
-        .table_name(table)
         .set_key(Some(key(pk, "A")))
         .update_expression("SET hits = if_not_exists(hits, :zero) + :one")
         .expression_attribute_values(":zero", n(0))
-        .expression_attribute_values(":one", n(1))
-        .build()
-        .unwrap();
-    TransactWriteItem::builder().update(update).build()
+        .expression_attribute_values(":one", n(1));
+    update_in(table, update)
+}
+
+/// The item `pk`, strongly consistent.
+async fn item(client: &Client, table: &str, pk: &str) -> Option<Item> {
+    let read = get_consistent(client, table, key(pk, "A"), None, "read a test item");
+    read.await.unwrap()
 }
 
 async fn exists(client: &Client, table: &str, pk: &str) -> bool {
-    client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(key(pk, "A")))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .is_some()
+    item(client, table, pk).await.is_some()
+}
+
+/// Runs `tasks` writers at once, each committing `per_task` transactions (a new edge and the
+/// shared counter) retried with `backoff`; answers each writer's results.
+async fn writers(
+    client: &Client,
+    table: &str,
+    tasks: u32,
+    per_task: u32,
+    backoff: Backoff,
+) -> Vec<Vec<Result<(), TransactError<Label>>>> {
+    let handles = (0..tasks).map(|task| {
+        let (client, table) = (client.clone(), table.to_owned());
+        tokio::spawn(async move {
+            let mut results = Vec::new();
+            for i in 0..per_task {
+                let result = Transaction::new()
+                    .with_backoff(backoff)
+                    .push(Label::Edge, put_new(&table, &format!("edge-{task}-{i}")))
+                    .push(Label::Counter, increment(&table, "counter"))
+                    .commit(&client)
+                    .await;
+                results.push(result);
+            }
+            results
+        })
+    });
+    let joined = futures_util::future::join_all(handles).await;
+    joined.into_iter().map(|handle| handle.unwrap()).collect()
 }
 
 #[tokio::test]
@@ -52,8 +72,8 @@ async fn a_transaction_whose_conditions_hold_writes_every_item() {
     let clients = clients().await;
     let table = create_table(&clients).await;
     Transaction::new()
-        .push(Item::Edge, put_new(&table, "edge"))
-        .push(Item::Counter, increment(&table, "counter"))
+        .push(Label::Edge, put_new(&table, "edge"))
+        .push(Label::Counter, increment(&table, "counter"))
         .commit(&clients.dynamodb)
         .await
         .unwrap();
@@ -75,8 +95,8 @@ async fn a_failed_condition_names_the_item_and_writes_nothing() {
         .unwrap();
 
     let err = Transaction::new()
-        .push(Item::Counter, increment(&table, "counter"))
-        .push(Item::Edge, put_new(&table, "edge"))
+        .push(Label::Counter, increment(&table, "counter"))
+        .push(Label::Edge, put_new(&table, "edge"))
         .commit(&clients.dynamodb)
         .await
         .unwrap_err();
@@ -85,7 +105,7 @@ async fn a_failed_condition_names_the_item_and_writes_nothing() {
         matches!(
             &err,
             TransactError::ConditionFailed {
-                label: Item::Edge,
+                label: Label::Edge,
                 ..
             }
         ),
@@ -103,35 +123,16 @@ async fn concurrent_transactions_on_one_item_count_exactly() {
     // exactly the committed ones.
     let clients = clients().await;
     let table = create_table(&clients).await;
-    let tasks = 16;
-    let per_task = 10;
-    let mut handles = Vec::new();
-    for task in 0..tasks {
-        let client = clients.dynamodb.clone();
-        let table = table.clone();
-        handles.push(tokio::spawn(async move {
-            let (mut committed, mut conflicted) = (0u32, 0u32);
-            for i in 0..per_task {
-                let result = Transaction::new()
-                    .with_backoff(Backoff::NONE)
-                    .push(Item::Edge, put_new(&table, &format!("edge-{task}-{i}")))
-                    .push(Item::Counter, increment(&table, "counter"))
-                    .commit(&client)
-                    .await;
-                match result {
-                    Ok(()) => committed += 1,
-                    Err(TransactError::Conflict) => conflicted += 1,
-                    Err(err) => panic!("a transaction failed: {err:?}"),
-                }
-            }
-            (committed, conflicted)
-        }));
-    }
+    let (tasks, per_task) = (16, 10);
     let (mut committed, mut conflicted) = (0, 0);
-    for handle in handles {
-        let (c, k) = handle.await.unwrap();
-        committed += c;
-        conflicted += k;
+    for results in writers(&clients.dynamodb, &table, tasks, per_task, Backoff::NONE).await {
+        for result in results {
+            match result {
+                Ok(()) => committed += 1,
+                Err(TransactError::Conflict) => conflicted += 1,
+                Err(err) => panic!("a transaction failed: {err:?}"),
+            }
+        }
     }
     assert_eq!(committed + conflicted, tasks * per_task);
     assert!(committed > 0);
@@ -144,25 +145,12 @@ async fn contended_transactions_all_commit_with_the_default_retries() {
     // of them commit in the end, and the counter counts each once.
     let clients = clients().await;
     let table = create_table(&clients).await;
-    let tasks = 8;
-    let per_task = 5;
-    let mut handles = Vec::new();
-    for task in 0..tasks {
-        let client = clients.dynamodb.clone();
-        let table = table.clone();
-        handles.push(tokio::spawn(async move {
-            for i in 0..per_task {
-                Transaction::new()
-                    .push(Item::Edge, put_new(&table, &format!("edge-{task}-{i}")))
-                    .push(Item::Counter, increment(&table, "counter"))
-                    .commit(&client)
-                    .await
-                    .expect("retried until it commits");
-            }
-        }));
-    }
-    for handle in handles {
-        handle.await.unwrap();
+    let (tasks, per_task) = (8, 5);
+    let backoff = Backoff::default();
+    for results in writers(&clients.dynamodb, &table, tasks, per_task, backoff).await {
+        for result in results {
+            result.expect("retried until it commits");
+        }
     }
     assert_eq!(
         counter_hits(&clients.dynamodb, &table).await,
@@ -172,16 +160,8 @@ async fn contended_transactions_all_commit_with_the_default_retries() {
 
 /// The `hits` of the test's counter item, strongly consistent.
 async fn counter_hits(client: &Client, table: &str) -> u32 {
-    let item = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(key("counter", "A")))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .expect("the counter exists");
+    let item = item(client, table, "counter").await;
+    let item = item.expect("the counter exists");
     assert_eq!(get_s(&item, "pk").unwrap(), "counter");
     get_n(&item, "hits").unwrap()
 }

@@ -3,11 +3,13 @@
 //! timeouts that give a unit back to both stores (and to its buyer) once, the reconciliation of orphaned reservations, and an order
 //! read by its owner as PENDING, then as materialized.
 
-use crate::support::{batch, clients, create_social_table, redis, template_batch_size, unique};
+use crate::support::{
+    batch, clients, create_queue, create_social_table, redis, template_batch_size,
+};
 use app::cloud::Clients;
 use app::consumer::Message;
 use app::cursor::PageLimit;
-use app::dynamo::{get_n, get_s, key, n, s};
+use app::dynamo::{get_s, key, n, s};
 use app::ids::{OrderId, SaleId, UserId};
 use app::queue::Queue;
 use app::seckill::keys::{ORDER_SK, SALE_SK, SaleKeys, order_pk, sale_pk};
@@ -64,15 +66,7 @@ impl World {
             .set(SaleKeys::new(&sale).stock, redis_stock)
             .await
             .unwrap();
-        let url = clients
-            .sqs
-            .create_queue()
-            .queue_name(unique("test-timeouts"))
-            .send()
-            .await
-            .unwrap()
-            .queue_url
-            .unwrap();
+        let url = create_queue(&clients, "test-timeouts").await;
         let reservations = RedisReservations::new(redis.clone());
         Self {
             store: DynamoOrderStore::new(clients.dynamodb.clone(), &table),
@@ -125,6 +119,20 @@ impl World {
             .unwrap();
     }
 
+    /// Reserves an order of `user` and runs the order consumer on it.
+    async fn place(&self, order: &str, user: &str) {
+        self.reserve(order, user, 0).await;
+        self.consume(&[self.placed(order, user)]).await;
+    }
+
+    /// The `OrderPlaced` bodies of these (order, user) pairs, in order.
+    fn bodies(&self, orders: &[(&str, &str)]) -> Vec<String> {
+        orders
+            .iter()
+            .map(|(order, user)| self.placed(order, user))
+            .collect()
+    }
+
     fn placed(&self, order: &str, user: &str) -> String {
         serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
             "occurredAt": "2026-11-30T18:00:00Z",
@@ -139,6 +147,11 @@ impl World {
             .await
             .unwrap()
             .unwrap()
+    }
+
+    /// The stock in DynamoDB and in Redis.
+    async fn stocks(&self) -> (i64, i64) {
+        (self.dynamo_stock().await, self.redis_stock().await)
     }
 
     async fn units(&self, user: &str) -> i64 {
@@ -191,6 +204,54 @@ impl World {
         get_s(output.item().unwrap(), "status").unwrap().to_owned()
     }
 
+    /// Runs the order consumer on `bodies`, which must all succeed.
+    async fn consume(&self, bodies: &[String]) {
+        let failed = order_consumer::handle_batch(self.deps(), batch(bodies)).await;
+        assert!(failed.is_empty(), "{failed:?}");
+    }
+
+    /// Runs the payment-timeout consumer on `due`, which must all succeed.
+    async fn time_out(&self, due: &[Message]) {
+        let failed = payment_timeout::handle_batch(&self.store, &self.reservations, due.to_vec());
+        let failed = failed.await;
+        assert!(failed.is_empty(), "{failed:?}");
+    }
+
+    /// Asserts the stored status of each order.
+    async fn assert_statuses(&self, expected: &[(&str, &str)]) {
+        for (order, status) in expected {
+            assert_eq!(self.status(order).await, *status, "{order}");
+        }
+    }
+
+    /// Reserves `orders`, all alice's, a millisecond apart in that order, and answers their
+    /// `OrderPlaced` bodies.
+    async fn alices_orders_a_millisecond_apart(&self, orders: &[&str]) -> Vec<String> {
+        let mut bodies = Vec::new();
+        for (i, order) in orders.iter().enumerate() {
+            self.reserve(order, "alice", 0).await;
+            let mut body: serde_json::Value =
+                serde_json::from_str(&self.placed(order, "alice")).unwrap();
+            body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
+            bodies.push(body.to_string());
+        }
+        bodies
+    }
+
+    /// The orders of the `PaymentDue` messages on the timeout queue (taken), sorted, once each.
+    async fn due_orders(&self) -> Vec<String> {
+        let mut orders: Vec<String> = self
+            .take_payment_due()
+            .await
+            .iter()
+            .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
+            .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
+            .collect();
+        orders.sort();
+        orders.dedup();
+        orders
+    }
+
     /// Receives and deletes the `PaymentDue` messages on the timeout queue.
     async fn take_payment_due(&self) -> Vec<Message> {
         let mut messages = Vec::new();
@@ -222,34 +283,14 @@ async fn a_batch_applied_twice_yields_one_order_and_one_decrement() {
     let world = World::new(10, 10).await;
     world.reserve("o1", "alice", 0).await;
     world.reserve("o2", "bob", 0).await;
-    let bodies = [
-        world.placed("o1", "alice"),
-        world.placed("o2", "bob"),
-        world.placed("o1", "alice"),
-    ];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
+    let bodies = world.bodies(&[("o1", "alice"), ("o2", "bob"), ("o1", "alice")]);
+    world.consume(&bodies).await;
+    world.consume(&bodies).await;
     assert_eq!(world.dynamo_stock().await, 8);
     assert_eq!(world.status("o1").await, "CONFIRMED");
     assert_eq!(world.pending().await, 0);
     assert_eq!(world.redis_stock().await, 8);
-    let due = world.take_payment_due().await;
-    let mut due_orders: Vec<String> = due
-        .iter()
-        .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
-        .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
-        .collect();
-    due_orders.sort();
-    due_orders.dedup();
-    assert_eq!(due_orders, ["o1", "o2"]);
+    assert_eq!(world.due_orders().await, ["o1", "o2"]);
 
     let alice = UserId::parse("alice").unwrap();
     let page = world
@@ -309,11 +350,7 @@ async fn an_order_reads_as_pending_to_its_owner_then_as_materialized() {
     assert_eq!(read(&bob).await, None);
 
     let bodies = [world.placed(&order, "alice")];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
+    world.consume(&bodies).await;
     match read(&alice).await {
         Some(OrderView::Materialized(stored)) => {
             assert_eq!(stored.status, OrderStatus::Confirmed);
@@ -331,32 +368,19 @@ async fn dynamodb_stock_is_the_final_guard_and_the_excess_is_rejected_and_releas
     for (order, user) in [("o1", "a"), ("o2", "b"), ("o3", "c")] {
         world.reserve(order, user, 0).await;
     }
-    let bodies = [
-        world.placed("o1", "a"),
-        world.placed("o2", "b"),
-        world.placed("o3", "c"),
-    ];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
-    assert_eq!(world.status("o1").await, "CONFIRMED");
-    assert_eq!(world.status("o2").await, "CONFIRMED");
-    assert_eq!(world.status("o3").await, "REJECTED");
+    let bodies = world.bodies(&[("o1", "a"), ("o2", "b"), ("o3", "c")]);
+    world.consume(&bodies).await;
+    world
+        .assert_statuses(&[("o1", "CONFIRMED"), ("o2", "CONFIRMED"), ("o3", "REJECTED")])
+        .await;
     assert_eq!(world.dynamo_stock().await, 0);
     assert_eq!(world.released().await, ["o3"]);
     assert_eq!(world.redis_stock().await, 1);
     assert_eq!(world.pending().await, 0);
 
     // Redelivery changes nothing.
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
-    assert_eq!(world.dynamo_stock().await, 0);
-    assert_eq!(world.redis_stock().await, 1);
+    world.consume(&bodies).await;
+    assert_eq!(world.stocks().await, (0, 1));
 }
 
 #[tokio::test]
@@ -364,58 +388,25 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     let world = World::new(5, 5).await;
     world.reserve("o1", "alice", 0).await;
     world.reserve("o2", "bob", 0).await;
-    let bodies = [world.placed("o1", "alice"), world.placed("o2", "bob")];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
+    let bodies = world.bodies(&[("o1", "alice"), ("o2", "bob")]);
+    world.consume(&bodies).await;
     let bob = UserId::parse("bob").unwrap();
-    assert!(
-        world
-            .store
-            .mark_paid(
-                "o2",
-                &bob,
-                PaymentMethod::Online,
-                "2026-11-30T18:00:00.000000Z"
-            )
-            .await
-            .unwrap()
-    );
+    let at = "2026-11-30T18:00:00.000000Z";
+    let pay = || world.store.mark_paid("o2", &bob, PaymentMethod::Online, at);
+    assert!(pay().await.unwrap());
     // A repeat is refused by the condition: it is PAID now.
-    assert!(
-        !world
-            .store
-            .mark_paid(
-                "o2",
-                &bob,
-                PaymentMethod::Online,
-                "2026-11-30T18:00:00.000000Z"
-            )
-            .await
-            .unwrap()
-    );
+    assert!(!pay().await.unwrap());
     let due = world.take_payment_due().await;
     assert_eq!(due.len(), 2);
     for _ in 0..2 {
-        assert!(
-            payment_timeout::handle_batch(&world.store, &world.reservations, due.clone())
-                .await
-                .is_empty()
-        );
+        world.time_out(&due).await;
     }
-    assert_eq!(world.status("o1").await, "CANCELLED");
-    assert_eq!(world.status("o2").await, "PAID");
-    assert_eq!(world.dynamo_stock().await, 4);
-    assert_eq!(world.redis_stock().await, 4);
+    world
+        .assert_statuses(&[("o1", "CANCELLED"), ("o2", "PAID")])
+        .await;
+    assert_eq!(world.stocks().await, (4, 4));
     assert_eq!(world.released().await, ["o1"]);
-    let mut redis = world.redis.clone();
-    let alice_holds: Option<i64> = redis
-        .hget(SaleKeys::new(&world.sale).bought, "alice")
-        .await
-        .unwrap();
-    assert_eq!(alice_holds.unwrap_or(0), 0);
+    assert_eq!(world.bought("alice").await, 0);
 }
 
 #[tokio::test]
@@ -436,22 +427,7 @@ async fn reconciliation_releases_an_orphaned_reservation_once() {
     let again = world.reconcile_at(110_000).await;
     assert_eq!(again.released, 0);
     assert_eq!(world.redis_stock().await, 4);
-    let stock: i64 = get_n(
-        world
-            .clients
-            .dynamodb
-            .get_item()
-            .table_name(&world.table)
-            .set_key(Some(key(sale_pk(&world.sale), SALE_SK)))
-            .send()
-            .await
-            .unwrap()
-            .item()
-            .unwrap(),
-        "stockRemaining",
-    )
-    .unwrap();
-    assert_eq!(stock, 5);
+    assert_eq!(world.dynamo_stock().await, 5);
 }
 
 #[tokio::test]
@@ -510,62 +486,35 @@ async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_no
     assert_eq!(world.released().await, ["late"]);
     assert_eq!(world.redis_stock().await, 3);
 
-    let bodies = [
-        world.placed("late", "alice"),
-        world.placed("inflight", "bob"),
-        world.placed("ok", "carol"),
-    ];
+    let bodies = world.bodies(&[("late", "alice"), ("inflight", "bob"), ("ok", "carol")]);
     for _ in 0..2 {
-        assert!(
-            order_consumer::handle_batch(world.deps(), batch(&bodies))
-                .await
-                .is_empty()
-        );
-        assert_eq!(world.status("late").await, "REJECTED");
-        assert_eq!(world.status("inflight").await, "CONFIRMED");
-        assert_eq!(world.status("ok").await, "CONFIRMED");
+        world.consume(&bodies).await;
+        world
+            .assert_statuses(&[
+                ("late", "REJECTED"),
+                ("inflight", "CONFIRMED"),
+                ("ok", "CONFIRMED"),
+            ])
+            .await;
         assert_eq!(world.dynamo_stock().await, 3);
         // Three reserved, "late" given back once: both stores agree.
         assert_eq!(world.redis_stock().await, 3);
         assert_eq!(world.released().await, ["late"]);
         assert_eq!(world.pending().await, 0);
     }
-    let mut redis = world.redis.clone();
-    let alice_holds: Option<i64> = redis
-        .hget(SaleKeys::new(&world.sale).bought, "alice")
-        .await
-        .unwrap();
-    assert_eq!(alice_holds.unwrap_or(0), 0);
-    let mut due_orders: Vec<String> = world
-        .take_payment_due()
-        .await
-        .iter()
-        .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
-        .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
-        .collect();
-    due_orders.sort();
-    due_orders.dedup();
-    assert_eq!(due_orders, ["inflight", "ok"]);
+    assert_eq!(world.bought("alice").await, 0);
+    assert_eq!(world.due_orders().await, ["inflight", "ok"]);
 }
 
 #[tokio::test]
 async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
     let world = World::new(10, 10).await;
-    let mut bodies = Vec::new();
-    for (i, order) in ["o1", "o2", "o3"].into_iter().enumerate() {
-        world.reserve(order, "alice", 0).await;
-        let mut body: serde_json::Value =
-            serde_json::from_str(&world.placed(order, "alice")).unwrap();
-        body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
-        bodies.push(body.to_string());
-    }
+    let mut bodies = world
+        .alices_orders_a_millisecond_apart(&["o1", "o2", "o3"])
+        .await;
     world.reserve("o4", "bob", 0).await;
     bodies.push(world.placed("o4", "bob"));
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
+    world.consume(&bodies).await;
     let alice = UserId::parse("alice").unwrap();
     let limit = PageLimit::parse(Some("2")).unwrap();
     let first = world.store.orders_of(&alice, limit, None).await.unwrap();
@@ -590,13 +539,7 @@ async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
 #[tokio::test]
 async fn dynamodb_refuses_a_second_order_of_a_buyer_at_the_limit_after_redis_lost_data() {
     let world = World::with_limit(10, 10, 1).await;
-    world.reserve("o1", "alice", 0).await;
-    let first = [world.placed("o1", "alice")];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&first))
-            .await
-            .is_empty()
-    );
+    world.place("o1", "alice").await;
     assert_eq!(world.units("alice").await, 1);
 
     // Redis lost the `bought` hash: alice is admitted a second time.
@@ -604,20 +547,12 @@ async fn dynamodb_refuses_a_second_order_of_a_buyer_at_the_limit_after_redis_los
     let _: () = redis.del(SaleKeys::new(&world.sale).bought).await.unwrap();
     world.reserve("o2", "alice", 0).await;
     world.reserve("o3", "bob", 0).await;
-    let bodies = [
-        world.placed("o1", "alice"),
-        world.placed("o2", "alice"),
-        world.placed("o3", "bob"),
-    ];
+    let bodies = world.bodies(&[("o1", "alice"), ("o2", "alice"), ("o3", "bob")]);
     for _ in 0..2 {
-        assert!(
-            order_consumer::handle_batch(world.deps(), batch(&bodies))
-                .await
-                .is_empty()
-        );
-        assert_eq!(world.status("o1").await, "CONFIRMED");
-        assert_eq!(world.status("o2").await, "REJECTED");
-        assert_eq!(world.status("o3").await, "CONFIRMED");
+        world.consume(&bodies).await;
+        world
+            .assert_statuses(&[("o1", "CONFIRMED"), ("o2", "REJECTED"), ("o3", "CONFIRMED")])
+            .await;
         assert_eq!(world.units("alice").await, 1);
         assert_eq!(world.units("bob").await, 1);
         assert_eq!(world.dynamo_stock().await, 8);
@@ -632,23 +567,14 @@ async fn dynamodb_refuses_a_second_order_of_a_buyer_at_the_limit_after_redis_los
 #[tokio::test]
 async fn a_buyers_orders_beyond_the_room_left_are_rejected_first_come_first_served() {
     let world = World::with_limit(10, 10, 2).await;
-    let mut bodies = Vec::new();
-    for (i, order) in ["o1", "o2", "o3"].into_iter().enumerate() {
-        world.reserve(order, "alice", 0).await;
-        let mut body: serde_json::Value =
-            serde_json::from_str(&world.placed(order, "alice")).unwrap();
-        body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
-        bodies.push(body.to_string());
-    }
+    let mut bodies = world
+        .alices_orders_a_millisecond_apart(&["o1", "o2", "o3"])
+        .await;
     bodies.reverse();
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&bodies))
-            .await
-            .is_empty()
-    );
-    assert_eq!(world.status("o1").await, "CONFIRMED");
-    assert_eq!(world.status("o2").await, "CONFIRMED");
-    assert_eq!(world.status("o3").await, "REJECTED");
+    world.consume(&bodies).await;
+    world
+        .assert_statuses(&[("o1", "CONFIRMED"), ("o2", "CONFIRMED"), ("o3", "REJECTED")])
+        .await;
     assert_eq!(world.units("alice").await, 2);
     assert_eq!(world.dynamo_stock().await, 8);
     assert_eq!(world.released().await, ["o3"]);
@@ -657,33 +583,17 @@ async fn a_buyers_orders_beyond_the_room_left_are_rejected_first_come_first_serv
 #[tokio::test]
 async fn a_cancelled_order_gives_its_unit_back_to_the_buyer_who_may_buy_again() {
     let world = World::with_limit(5, 5, 1).await;
-    world.reserve("o1", "alice", 0).await;
-    let first = [world.placed("o1", "alice")];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&first))
-            .await
-            .is_empty()
-    );
+    world.place("o1", "alice").await;
     let due = world.take_payment_due().await;
     for _ in 0..2 {
-        assert!(
-            payment_timeout::handle_batch(&world.store, &world.reservations, due.clone())
-                .await
-                .is_empty()
-        );
+        world.time_out(&due).await;
         assert_eq!(world.status("o1").await, "CANCELLED");
         assert_eq!(world.units("alice").await, 0);
         assert_eq!(world.dynamo_stock().await, 5);
     }
     assert_eq!(world.bought("alice").await, 0);
 
-    world.reserve("o2", "alice", 0).await;
-    let second = [world.placed("o2", "alice")];
-    assert!(
-        order_consumer::handle_batch(world.deps(), batch(&second))
-            .await
-            .is_empty()
-    );
+    world.place("o2", "alice").await;
     assert_eq!(world.status("o2").await, "CONFIRMED");
     assert_eq!(world.units("alice").await, 1);
     assert_eq!(world.dynamo_stock().await, 4);

@@ -25,12 +25,29 @@ async fn evalsha_calls(connection: &mut redis::aio::ConnectionManager) -> u64 {
         .unwrap_or(0)
 }
 
-#[tokio::test]
-async fn a_loaded_script_is_called_by_hash_and_is_atomic() {
+/// Takes one unit of `key` with `script` while fewer than `limit` are taken.
+async fn take_one(
+    script: &LuaScript,
+    connection: &mut redis::aio::ConnectionManager,
+    key: &str,
+    limit: u32,
+) -> u32 {
+    let mut invocation = script.prepare();
+    invocation.key(key).arg(limit);
+    invocation.invoke_async(connection).await.unwrap()
+}
+
+/// A connection, a fresh key, and the loaded script.
+async fn loaded() -> (redis::aio::ConnectionManager, String, LuaScript) {
     let mut connection = redis().await;
-    let key = unique("test-script");
     let script = LuaScript::new("take_one", TAKE_ONE);
     script.load(&mut connection).await.unwrap();
+    (connection, unique("test-script"), script)
+}
+
+#[tokio::test]
+async fn a_loaded_script_is_called_by_hash_and_is_atomic() {
+    let (mut connection, key, script) = loaded().await;
     let exists: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(script.sha())
@@ -46,14 +63,7 @@ async fn a_loaded_script_is_called_by_hash_and_is_atomic() {
         let mut connection = connection.clone();
         let key = key.clone();
         handles.push(tokio::spawn(async move {
-            let took: u32 = script
-                .prepare()
-                .key(&key)
-                .arg(5)
-                .invoke_async(&mut connection)
-                .await
-                .unwrap();
-            took
+            take_one(&script, &mut connection, &key, 5).await
         }));
     }
     let mut took = 0;
@@ -69,23 +79,13 @@ async fn a_loaded_script_is_called_by_hash_and_is_atomic() {
 
 #[tokio::test]
 async fn a_script_that_redis_forgot_is_loaded_again() {
-    let mut connection = redis().await;
-    let key = unique("test-script");
-    let script = LuaScript::new("take_one", TAKE_ONE);
-    script.load(&mut connection).await.unwrap();
+    let (mut connection, key, script) = loaded().await;
     // What a restart or failover does to the script cache.
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut connection)
         .await
         .unwrap();
-    let took: u32 = script
-        .prepare()
-        .key(&key)
-        .arg(1)
-        .invoke_async(&mut connection)
-        .await
-        .unwrap();
-    assert_eq!(took, 1);
+    assert_eq!(take_one(&script, &mut connection, &key, 1).await, 1);
     let _: () = connection.del(&key).await.unwrap();
 }

@@ -130,37 +130,28 @@ async fn window_limit_stock_rate_and_unknown_sales_are_refused() {
     late.now_ms = epoch_ms(sale.ends_at);
     assert_eq!(sales.reserve(&late).await.unwrap(), Verdict::Ended);
 
-    assert!(matches!(
-        sales.reserve(&attempt(&sale, &ann, 100)).await.unwrap(),
-        Verdict::Reserved { .. }
-    ));
-    assert_eq!(
-        sales.reserve(&attempt(&sale, &ann, 100)).await.unwrap(),
-        Verdict::LimitReached
-    );
-    assert!(matches!(
-        sales.reserve(&attempt(&sale, &bob, 100)).await.unwrap(),
-        Verdict::Reserved { .. }
-    ));
-    assert_eq!(
-        sales.reserve(&attempt(&sale, &cid, 100)).await.unwrap(),
-        Verdict::SoldOut
-    );
-
-    // Two attempts per second: dan's third in the same second is refused before any check
-    // of the stock or of the limit.
-    assert_eq!(
-        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
-        Verdict::SoldOut
-    );
-    assert_eq!(
-        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
-        Verdict::SoldOut
-    );
-    assert_eq!(
-        sales.reserve(&attempt(&sale, &dan, 2)).await.unwrap(),
-        Verdict::RateLimited
-    );
+    // In order: who attempts, how many attempts a second they may make, and the answer
+    // (`None`: a unit reserved).
+    for (user, rate, expected) in [
+        (&ann, 100, None),
+        (&ann, 100, Some(Verdict::LimitReached)),
+        (&bob, 100, None),
+        (&cid, 100, Some(Verdict::SoldOut)),
+        // Two attempts per second: dan's third in the same second is refused before any
+        // check of the stock or of the limit.
+        (&dan, 2, Some(Verdict::SoldOut)),
+        (&dan, 2, Some(Verdict::SoldOut)),
+        (&dan, 2, Some(Verdict::RateLimited)),
+    ] {
+        let verdict = sales.reserve(&attempt(&sale, user, rate)).await.unwrap();
+        match expected {
+            Some(expected) => assert_eq!(verdict, expected, "{user}"),
+            None => assert!(
+                matches!(verdict, Verdict::Reserved { .. }),
+                "{user}: {verdict:?}"
+            ),
+        }
+    }
 
     let mut unknown = attempt(&sale, &ann, 100);
     unknown.sale_id = SaleId::generate();

@@ -34,23 +34,33 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// A fresh queue whose name starts with `prefix`; answers its URL.
+pub async fn create_queue(clients: &Clients, prefix: &str) -> String {
+    let request = clients.sqs.create_queue().queue_name(unique(prefix));
+    let output = request.send().await.expect("create the test queue");
+    output.queue_url.expect("a created queue has a URL")
+}
+
+/// A string attribute of a table's keys.
+fn attribute(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .unwrap()
+}
+
+fn key(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .unwrap()
+}
+
 /// A fresh table with the `pk`/`sk` key layout of every table in `template.yaml`.
 pub async fn create_table(clients: &Clients) -> String {
     let name = unique("test-table");
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap()
-    };
-    let key = |name: &str, key_type| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(key_type)
-            .build()
-            .unwrap()
-    };
     clients
         .dynamodb
         .create_table()
@@ -70,20 +80,6 @@ pub async fn create_table(clients: &Clients) -> String {
 /// (`gsi1`) and following (`gsi2`) indexes, projecting all attributes.
 pub async fn create_social_table(clients: &Clients) -> String {
     let name = unique("test-social");
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap()
-    };
-    let key = |name: &str, key_type| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(key_type)
-            .build()
-            .unwrap()
-    };
     let index = |index: &str| {
         GlobalSecondaryIndex::builder()
             .index_name(index)
@@ -137,12 +133,5 @@ pub fn template_batch_size(function: &str) -> usize {
 
 /// A batch of messages with these bodies, their ids `m0`, `m1`, … in order.
 pub fn batch(bodies: &[String]) -> Vec<Message> {
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, body)| Message {
-            id: format!("m{i}"),
-            body: body.clone(),
-        })
-        .collect()
+    Message::numbered(bodies)
 }

@@ -16,6 +16,53 @@ fn pair(follower: &str, followee: &str) -> Relationship {
     Relationship::new(id(follower), id(followee)).unwrap()
 }
 
+/// What [`change`] does.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    Follow,
+    Unfollow,
+}
+use Change::{Follow, Unfollow};
+
+/// `follower` follows or unfollows `followee` through the domain, at `at`; `answer` takes
+/// the result apart (`Result::unwrap` or `Result::unwrap_err`).
+async fn change<T>(
+    graph: &MemoryGraph,
+    kind: Change,
+    (follower, followee): (&str, &str),
+    limits: &FollowLimits,
+    at: OffsetDateTime,
+    answer: impl FnOnce(Result<FollowState, FollowError>) -> T,
+) -> T {
+    let relationship = pair(follower, followee);
+    answer(match kind {
+        Follow => follow(graph, &relationship, limits, at).await,
+        Unfollow => unfollow(graph, &relationship, limits, at).await,
+    })
+}
+
+/// [`change`], which must succeed.
+async fn ok(
+    graph: &MemoryGraph,
+    kind: Change,
+    who: (&str, &str),
+    limits: &FollowLimits,
+    at: OffsetDateTime,
+) -> FollowState {
+    change(graph, kind, who, limits, at, Result::unwrap).await
+}
+
+/// [`change`], which must be refused.
+async fn refused(
+    graph: &MemoryGraph,
+    kind: Change,
+    who: (&str, &str),
+    limits: &FollowLimits,
+    at: OffsetDateTime,
+) -> FollowError {
+    change(graph, kind, who, limits, at, Result::unwrap_err).await
+}
+
 fn graph() -> MemoryGraph {
     MemoryGraph::with_users(&[
         ("ada", UserStatus::Active),
@@ -36,9 +83,7 @@ fn following_oneself_is_refused() {
 #[tokio::test]
 async fn a_follow_writes_the_edge_the_followers_count_and_one_versioned_event() {
     let graph = graph();
-    let state = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    let state = ok(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(state.changed);
     assert_eq!(
         state.followed_at.as_deref(),
@@ -71,13 +116,9 @@ async fn a_follow_writes_the_edge_the_followers_count_and_one_versioned_event() 
 #[tokio::test]
 async fn following_again_changes_nothing_and_answers_the_first_follow_time() {
     let graph = graph();
-    follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    ok(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
     let later = NOW + time::Duration::hours(1);
-    let again = follow(&graph, &pair("ada", "bob"), &LIMITS, later)
-        .await
-        .unwrap();
+    let again = ok(&graph, Follow, ("ada", "bob"), &LIMITS, later).await;
     assert!(!again.changed);
     assert_eq!(
         again.followed_at.as_deref(),
@@ -91,13 +132,9 @@ async fn following_again_changes_nothing_and_answers_the_first_follow_time() {
 #[tokio::test]
 async fn an_unknown_target_is_unknown_and_a_deactivated_one_inactive() {
     let graph = graph();
-    let err = follow(&graph, &pair("ada", "nobody"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("ada", "nobody"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::UnknownUser(u) if u.as_str() == "nobody"));
-    let err = follow(&graph, &pair("ada", "gone"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("ada", "gone"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
     assert!(graph.state().outbox.is_empty());
     assert_eq!(graph.state().profiles[&id("ada")].following_count, 0);
@@ -106,9 +143,7 @@ async fn an_unknown_target_is_unknown_and_a_deactivated_one_inactive() {
 #[tokio::test]
 async fn a_caller_without_a_profile_must_create_one_first() {
     let graph = graph();
-    let err = follow(&graph, &pair("newbie", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("newbie", "bob"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::ProfileRequired), "{err:?}");
     assert!(graph.state().edges.is_empty());
 }
@@ -117,19 +152,13 @@ async fn a_caller_without_a_profile_must_create_one_first() {
 async fn a_conflict_the_store_could_not_retry_away_is_busy_and_writes_nothing() {
     let graph = graph();
     graph.state().conflicts = 1;
-    let err = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::Busy), "{err:?}");
     assert!(graph.state().edges.is_empty());
-    follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    ok(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
 
     graph.state().conflicts = 1;
-    let err = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Unfollow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::Busy), "{err:?}");
     assert_eq!(
         graph.state().edges.len(),
@@ -144,16 +173,12 @@ async fn a_follow_racing_a_deactivation_is_ordered_before_it() {
     let graph = graph();
     graph.state().deactivate_after_read = Some(id("bob"));
     // The follow read bob active; bob was deactivated before its transaction.
-    let state = follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    let state = ok(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(state.changed);
     assert!(graph.state().edges.contains_key(&(id("ada"), id("bob"))));
     assert_eq!(graph.state().outbox.len(), 1);
     // Any follow that reads after the deactivation is refused and writes nothing.
-    let err = follow(&graph, &pair("cat", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("cat", "bob"), &LIMITS, NOW).await;
     assert!(matches!(err, FollowError::TargetInactive(_)), "{err:?}");
     assert_eq!(graph.state().edges.len(), 1);
     assert_eq!(graph.state().outbox.len(), 1);
@@ -162,17 +187,11 @@ async fn a_follow_racing_a_deactivation_is_ordered_before_it() {
 #[tokio::test]
 async fn an_unfollow_mirrors_the_follow_and_is_idempotent() {
     let graph = graph();
-    follow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
-    let state = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    ok(&graph, Follow, ("ada", "bob"), &LIMITS, NOW).await;
+    let state = ok(&graph, Unfollow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(state.changed);
     assert_eq!(state.followed_at, None);
-    let again = unfollow(&graph, &pair("ada", "bob"), &LIMITS, NOW)
-        .await
-        .unwrap();
+    let again = ok(&graph, Unfollow, ("ada", "bob"), &LIMITS, NOW).await;
     assert!(!again.changed);
 
     let s = graph.state();
@@ -196,9 +215,7 @@ async fn lists_are_newest_first_with_names_and_page_by_cursor() {
             continue;
         }
         let at = NOW + time::Duration::minutes(i as i64);
-        follow(&graph, &pair(follower, "bob"), &LIMITS, at)
-            .await
-            .unwrap();
+        ok(&graph, Follow, (follower, "bob"), &LIMITS, at).await;
     }
     let limit = PageLimit::parse(Some("2")).unwrap();
     let first = list(&graph, &id("bob"), Direction::Followers, limit, None)
@@ -258,21 +275,13 @@ async fn every_follow_attempt_counts_and_a_full_window_refuses_until_the_next_mi
     let graph = graph();
     let limits = limits(3, 100);
     // A new follow, an idempotent one and one of an unknown user: three attempts.
-    follow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
-    follow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
-    let err = follow(&graph, &pair("ada", "nobody"), &limits, NOW)
-        .await
-        .unwrap_err();
+    ok(&graph, Follow, ("ada", "bob"), &limits, NOW).await;
+    ok(&graph, Follow, ("ada", "bob"), &limits, NOW).await;
+    let err = refused(&graph, Follow, ("ada", "nobody"), &limits, NOW).await;
     assert!(matches!(err, FollowError::UnknownUser(_)), "{err:?}");
 
     let later = NOW + time::Duration::seconds(20);
-    let err = follow(&graph, &pair("ada", "cat"), &limits, later)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("ada", "cat"), &limits, later).await;
     assert!(
         matches!(
             err,
@@ -283,9 +292,7 @@ async fn every_follow_attempt_counts_and_a_full_window_refuses_until_the_next_mi
         ),
         "{err:?}"
     );
-    let err = unfollow(&graph, &pair("ada", "bob"), &limits, later)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Unfollow, ("ada", "bob"), &limits, later).await;
     assert!(matches!(err, FollowError::RateLimited { .. }), "{err:?}");
     {
         let s = graph.state();
@@ -298,14 +305,10 @@ async fn every_follow_attempt_counts_and_a_full_window_refuses_until_the_next_mi
         assert_eq!(s.profiles[&id("ada")].following_count, 1);
     }
     // Other users have windows of their own.
-    follow(&graph, &pair("cat", "bob"), &limits, later)
-        .await
-        .unwrap();
+    ok(&graph, Follow, ("cat", "bob"), &limits, later).await;
     // The next minute is a new window.
     let next = NOW + time::Duration::minutes(1);
-    let state = follow(&graph, &pair("ada", "cat"), &limits, next)
-        .await
-        .unwrap();
+    let state = ok(&graph, Follow, ("ada", "cat"), &limits, next).await;
     assert!(state.changed);
 }
 
@@ -313,20 +316,12 @@ async fn every_follow_attempt_counts_and_a_full_window_refuses_until_the_next_mi
 async fn unfollows_count_whether_or_not_they_change_anything() {
     let graph = graph();
     let limits = limits(3, 100);
-    follow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
-    let state = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
+    ok(&graph, Follow, ("ada", "bob"), &limits, NOW).await;
+    let state = ok(&graph, Unfollow, ("ada", "bob"), &limits, NOW).await;
     assert!(state.changed);
-    let state = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
+    let state = ok(&graph, Unfollow, ("ada", "bob"), &limits, NOW).await;
     assert!(!state.changed);
-    let err = unfollow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Unfollow, ("ada", "bob"), &limits, NOW).await;
     assert!(matches!(err, FollowError::RateLimited { .. }), "{err:?}");
     let window = (
         id("ada"),
@@ -346,13 +341,9 @@ async fn the_following_cap_refuses_only_new_follows_and_unfollowing_makes_room()
     ]);
     let limits = limits(100, 2);
     for user in ["bob", "cat"] {
-        follow(&graph, &pair("ada", user), &limits, NOW)
-            .await
-            .unwrap();
+        ok(&graph, Follow, ("ada", user), &limits, NOW).await;
     }
-    let err = follow(&graph, &pair("ada", "dan"), &limits, NOW)
-        .await
-        .unwrap_err();
+    let err = refused(&graph, Follow, ("ada", "dan"), &limits, NOW).await;
     assert!(
         matches!(err, FollowError::FollowingLimitReached { max: 2 }),
         "{err:?}"
@@ -365,17 +356,11 @@ async fn the_following_cap_refuses_only_new_follows_and_unfollowing_makes_room()
     assert!(!graph.state().edges.contains_key(&(id("ada"), id("dan"))));
     assert_eq!(graph.state().outbox.len(), 2);
     // At the cap, following someone already followed still answers the edge.
-    let again = follow(&graph, &pair("ada", "bob"), &limits, NOW)
-        .await
-        .unwrap();
+    let again = ok(&graph, Follow, ("ada", "bob"), &limits, NOW).await;
     assert!(!again.changed && again.followed_at.is_some());
     // Unfollowing is never capped, and makes room.
-    unfollow(&graph, &pair("ada", "cat"), &limits, NOW)
-        .await
-        .unwrap();
-    let state = follow(&graph, &pair("ada", "dan"), &limits, NOW)
-        .await
-        .unwrap();
+    ok(&graph, Unfollow, ("ada", "cat"), &limits, NOW).await;
+    let state = ok(&graph, Follow, ("ada", "dan"), &limits, NOW).await;
     assert!(state.changed);
     assert_eq!(graph.state().profiles[&id("ada")].following_count, 2);
 }
