@@ -166,6 +166,21 @@ pub fn path_parameter(request: &Request, name: &str) -> Result<String, ApiError>
         .ok_or_else(|| ApiError::bad_request(format!("the path parameter {name} is missing")))
 }
 
+/// The path parameter `name` parsed by `parse` (a 400 naming it when it is missing or does not
+/// parse), recorded as this request's `field` ([`record_id`]).
+pub fn path_id<T: std::fmt::Display, E: std::fmt::Display>(
+    request: &Request,
+    name: &str,
+    field: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, ApiError> {
+    let raw = path_parameter(request, name)?;
+    let id =
+        parse(&raw).map_err(|err| ApiError::bad_request(format!("{name} in the path: {err}")))?;
+    record_id(field, &id);
+    Ok(id)
+}
+
 /// A query string parameter, if present (the first, if repeated).
 pub fn query_parameter(request: &Request, name: &str) -> Option<String> {
     request

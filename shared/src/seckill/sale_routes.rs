@@ -10,7 +10,7 @@ use super::sale::{
 };
 use crate::auth::Caller;
 use crate::config::{ConfigError, Env};
-use crate::http::{ApiError, json, parse_body, path_parameter, record_id};
+use crate::http::{ApiError, json, parse_body, path_id, record_id};
 use crate::ids::{OrderId, SaleId};
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
@@ -19,11 +19,7 @@ use time::OffsetDateTime;
 
 /// The `{id}` of the path.
 fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
-    let raw = path_parameter(request, "id")?;
-    let sale = SaleId::parse(&raw)
-        .map_err(|err| ApiError::bad_request(format!("id in the path: {err}")))?;
-    record_id("sale", &sale);
-    Ok(sale)
+    path_id(request, "id", "sale", SaleId::parse)
 }
 
 fn rfc3339_of_ms(ms: i64) -> String {

@@ -5,7 +5,7 @@ use super::follow::{
 };
 use super::profile::{DisplayName, ProfileStore};
 use crate::auth::Caller;
-use crate::http::{ApiError, json, page_query, parse_body, path_parameter, record_id};
+use crate::http::{ApiError, json, page_query, parse_body, path_id};
 use crate::ids::UserId;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -60,11 +60,7 @@ impl From<FollowError> for ApiError {
 
 /// The `{userId}` of the path.
 fn path_user(request: &Request) -> Result<UserId, ApiError> {
-    let raw = path_parameter(request, "userId")?;
-    let user = UserId::parse(&raw)
-        .map_err(|err| ApiError::bad_request(format!("userId in the path: {err}")))?;
-    record_id("target", &user);
-    Ok(user)
+    path_id(request, "userId", "target", UserId::parse)
 }
 
 /// `GET /users/{userId}`: a user's profile.
@@ -188,7 +184,6 @@ pub async fn list_following(
 mod tests {
     use super::*;
     use crate::social::follow::fake::MemoryGraph;
-    use crate::social::profile::UserStatus;
     use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
@@ -266,12 +261,7 @@ mod tests {
     }
 
     fn graph() -> MemoryGraph {
-        MemoryGraph::with_users(&[
-            ("ada", UserStatus::Active),
-            ("bob", UserStatus::Active),
-            ("cat", UserStatus::Active),
-            ("gone", UserStatus::Deactivated),
-        ])
+        MemoryGraph::cast()
     }
 
     async fn follow_as(graph: &MemoryGraph, caller: &str, user: &str) -> (u16, Value) {

@@ -29,6 +29,16 @@ impl MemoryGraph {
         self.0.lock().unwrap()
     }
 
+    /// The cast of the unit tests: `ada`, `bob` and `cat`, active, and `gone`, deactivated.
+    pub fn cast() -> Self {
+        Self::with_users(&[
+            ("ada", UserStatus::Active),
+            ("bob", UserStatus::Active),
+            ("cat", UserStatus::Active),
+            ("gone", UserStatus::Deactivated),
+        ])
+    }
+
     pub fn with_users(users: &[(&str, UserStatus)]) -> Self {
         let graph = Self::default();
         for (id, status) in users {

@@ -64,12 +64,7 @@ async fn refused(
 }
 
 fn graph() -> MemoryGraph {
-    MemoryGraph::with_users(&[
-        ("ada", UserStatus::Active),
-        ("bob", UserStatus::Active),
-        ("cat", UserStatus::Active),
-        ("gone", UserStatus::Deactivated),
-    ])
+    MemoryGraph::cast()
 }
 
 #[test]
