@@ -52,6 +52,15 @@ impl Queue {
         }
     }
 
+    /// The queue whose URL is in the variable `name`.
+    pub fn from_env(
+        env: &crate::config::Env,
+        client: Client,
+        name: &str,
+    ) -> Result<Self, crate::config::ConfigError> {
+        Ok(Self::new(client, env.required(name)?))
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -125,5 +134,28 @@ impl Queue {
             .await
             .map_err(|err| QueueError::sdk("DeleteMessage", err))?;
         Ok(())
+    }
+
+    /// How many messages the queue holds: visible, in flight and delayed (SQS's approximate
+    /// counts, which settle within about a minute).
+    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    pub async fn depth(&self) -> Result<u32, QueueError> {
+        use aws_sdk_sqs::types::QueueAttributeName as Name;
+        let attributes = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(Name::ApproximateNumberOfMessages)
+            .attribute_names(Name::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(Name::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .map_err(|err| QueueError::sdk("GetQueueAttributes", err))?
+            .attributes
+            .unwrap_or_default();
+        Ok(attributes
+            .values()
+            .map(|count| count.parse::<u32>().unwrap_or(0))
+            .sum())
     }
 }

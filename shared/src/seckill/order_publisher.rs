@@ -19,10 +19,7 @@ impl SqsOrderPublisher {
 
     /// The queue named by `ORDER_QUEUE_URL`.
     pub fn from_env(env: &Env, client: aws_sdk_sqs::Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(Queue::new(
-            client,
-            env.required("ORDER_QUEUE_URL")?,
-        )))
+        Queue::from_env(env, client, "ORDER_QUEUE_URL").map(Self::new)
     }
 }
 

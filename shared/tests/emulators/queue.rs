@@ -18,26 +18,6 @@ async fn new_queue(client: &aws_sdk_sqs::Client) -> Queue {
     Queue::new(client.clone(), output.queue_url.unwrap())
 }
 
-async fn messages_left(queue: &Queue, client: &aws_sdk_sqs::Client) -> u32 {
-    let attributes = client
-        .get_queue_attributes()
-        .queue_url(queue.url())
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
-    [
-        QueueAttributeName::ApproximateNumberOfMessages,
-        QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
-    ]
-    .iter()
-    .map(|name| attributes[name].parse::<u32>().unwrap())
-    .sum()
-}
-
 #[tokio::test]
 async fn sent_messages_are_received_once_and_deleted() {
     let clients = clients().await;
@@ -48,6 +28,7 @@ async fn sent_messages_are_received_once_and_deleted() {
             .await
             .unwrap();
     }
+    assert_eq!(queue.depth().await.unwrap(), 3);
 
     let mut seen = BTreeSet::new();
     for _ in 0..5 {
@@ -62,7 +43,7 @@ async fn sent_messages_are_received_once_and_deleted() {
         }
     }
     assert_eq!(seen, BTreeSet::from([0, 1, 2]));
-    assert_eq!(messages_left(&queue, &clients.sqs).await, 0);
+    assert_eq!(queue.depth().await.unwrap(), 0);
     assert!(
         queue
             .receive(10, Duration::from_secs(1))

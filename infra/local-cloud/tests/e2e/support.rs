@@ -283,24 +283,12 @@ where
     }
 }
 
-/// Messages visible plus in flight on a queue.
+/// Messages visible, in flight or delayed on a queue.
 pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u32 {
-    use aws_sdk_sqs::types::QueueAttributeName as A;
-    let attributes = sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(A::ApproximateNumberOfMessages)
-        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
-        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
-        .send()
+    app::queue::Queue::new(sqs.clone(), url)
+        .depth()
         .await
         .unwrap()
-        .attributes
-        .unwrap_or_default();
-    attributes
-        .values()
-        .map(|v| v.parse::<u32>().unwrap_or(0))
-        .sum()
 }
 
 /// Records one fault scenario's outcome for `loadtest/results/reliability.md`: a table row
