@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Request};
-use http_body_util::{BodyExt as _, Full};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -123,12 +123,7 @@ async fn http_answer(
         .context("the local API did not answer")
         .map_err(|err| format!("{err:#}"))?;
     let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map(|collected| collected.to_bytes())
-        .unwrap_or_default();
+    let body = crate::loopback::body_bytes(response.into_body()).await;
     let after = cloud.invocations(&spec.name).unwrap_or(0);
     let excerpt = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
     if after == before {

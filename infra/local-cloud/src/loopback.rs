@@ -24,6 +24,16 @@ use tokio::task::JoinSet;
 #[derive(Clone, Copy, Debug)]
 pub struct Peer(pub SocketAddr);
 
+/// All of a request's or a response's body, or nothing when it breaks off midway (the other
+/// side gone): what every local endpoint and its callers read bodies with.
+pub async fn body_bytes<B: hyper::body::Body>(body: B) -> Bytes {
+    use http_body_util::BodyExt as _;
+    body.collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .unwrap_or_default()
+}
+
 /// Serves `handle(state, request)` on `listener`.
 pub async fn serve<S, F, Fut>(listener: TcpListener, state: Arc<S>, handle: F)
 where

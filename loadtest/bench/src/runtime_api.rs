@@ -8,7 +8,7 @@
 use anyhow::Context;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -119,12 +119,7 @@ async fn handle(state: State, request: Request<Incoming>) -> Response<Full<Bytes
     if request.method() == http::Method::GET && path == NEXT {
         return next(state).await;
     }
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|body| body.to_bytes())
-        .unwrap_or_default();
+    let body = local_cloud::loopback::body_bytes(request.into_body()).await;
     let mut current = state.current.lock().expect("no panic under the lock");
     let Some(generation) = current.as_mut() else {
         return empty(StatusCode::GONE);

@@ -141,11 +141,7 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         }
     };
     let (parts, body) = response.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let body = crate::loopback::body_bytes(body).await;
     if parts.status.is_success() && !written.is_empty() {
         state.faults.count_writes(written);
     }

@@ -271,11 +271,8 @@ async fn read_error(request: Request<Incoming>) -> (String, String) {
         .get(ERROR_TYPE)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let body = Limited::new(request.into_body(), MAX_ERROR_BYTES)
-        .collect()
-        .await
-        .map(|body| body.to_bytes())
-        .unwrap_or_default();
+    let body =
+        crate::loopback::body_bytes(Limited::new(request.into_body(), MAX_ERROR_BYTES)).await;
     let report: ErrorReport = serde_json::from_slice(&body).unwrap_or_default();
     (
         report
