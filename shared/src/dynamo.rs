@@ -26,6 +26,65 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 
+/// A table and the client that reaches it: what every DynamoDB adapter holds.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub client: Client,
+    pub name: String,
+}
+
+impl Table {
+    pub fn new(client: Client, name: impl Into<String>) -> Self {
+        Self {
+            client,
+            name: name.into(),
+        }
+    }
+
+    /// The table whose name is in the variable `var` (`SOCIAL_TABLE`, `COMMERCE_TABLE`).
+    pub fn from_env(
+        env: &crate::config::Env,
+        client: Client,
+        var: &str,
+    ) -> Result<Self, crate::config::ConfigError> {
+        Ok(Self::new(client, env.required(var)?))
+    }
+
+    /// A `GetItem` of the item at `key`, for the caller to add what it reads.
+    pub fn get_item(&self, key: Item) -> GetItemFluentBuilder {
+        self.client
+            .get_item()
+            .table_name(&self.name)
+            .set_key(Some(key))
+    }
+
+    /// An `UpdateItem` of the item at `key`, for the caller to add its expressions.
+    pub fn update_item(&self, key: Item) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.name)
+            .set_key(Some(key))
+    }
+
+    /// Reads the item at `key`, strongly consistent, only the attributes of `projection` (all
+    /// of them when `None`); `failed` says what failed when the read does.
+    pub async fn get_consistent(
+        &self,
+        key: Item,
+        projection: Option<&str>,
+        failed: &'static str,
+    ) -> anyhow::Result<Option<Item>> {
+        let output = self
+            .get_item(key)
+            .set_projection_expression(projection.map(str::to_owned))
+            .consistent_read(true)
+            .send()
+            .await
+            .context(failed)?;
+        Ok(output.item)
+    }
+}
+
 /// DynamoDB refuses transactions of more items than this.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
 
@@ -368,34 +427,6 @@ pub fn start_key(cursor: &Cursor) -> HashMap<String, AttributeValue> {
         .iter()
         .map(|(name, value)| (name.clone(), s(value)))
         .collect()
-}
-
-/// A `GetItem` of the item at `key` of `table`, for the caller to add what it reads.
-pub fn get_item(client: &Client, table: &str, key: Item) -> GetItemFluentBuilder {
-    client.get_item().table_name(table).set_key(Some(key))
-}
-
-/// An `UpdateItem` of the item at `key` of `table`, for the caller to add its expressions.
-pub fn update_item(client: &Client, table: &str, key: Item) -> UpdateItemFluentBuilder {
-    client.update_item().table_name(table).set_key(Some(key))
-}
-
-/// Reads the item at `key` of `table`, strongly consistent, only the attributes of
-/// `projection` (all of them when `None`); `failed` says what failed when the read does.
-pub async fn get_consistent(
-    client: &Client,
-    table: &str,
-    key: Item,
-    projection: Option<&str>,
-    failed: &'static str,
-) -> anyhow::Result<Option<Item>> {
-    let output = get_item(client, table, key)
-        .set_projection_expression(projection.map(str::to_owned))
-        .consistent_read(true)
-        .send()
-        .await
-        .context(failed)?;
-    Ok(output.item)
 }
 
 /// The `ExclusiveStartKey` of the page a client's `cursor` asks for, if the cursor

@@ -11,9 +11,8 @@ use super::orders::{
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    Item, MAX_TRANSACTION_ITEMS, TransactError, Transaction, UnitItem, get_consistent, get_n,
-    get_s, key, n, put_if_absent, query_page, s, start_of, transient, update_in, update_item,
-    write_retrying,
+    Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
+    put_if_absent, query_page, s, start_of, transient, update_in, write_retrying,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, unit_indices};
@@ -57,21 +56,19 @@ pub(crate) fn per_buyer<'a>(buyers: impl IntoIterator<Item = &'a str>) -> Vec<(&
 /// The orders and sales of the commerce table.
 #[derive(Clone, Debug)]
 pub struct DynamoOrderStore {
-    client: Client,
-    table: String,
+    table: Table,
 }
 
 impl DynamoOrderStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: table.into(),
+            table: Table::new(client, table),
         }
     }
 
     /// The store named by `COMMERCE_TABLE`.
     pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(client, env.required("COMMERCE_TABLE")?))
+        Table::from_env(env, client, "COMMERCE_TABLE").map(|table| Self { table })
     }
 
     fn put_order(&self, order: &NewOrder, status: OrderStatus) -> TransactWriteItem {
@@ -92,7 +89,7 @@ impl DynamoOrderStore {
                 s(user_orders_sk(&order.created_at, &order.order_id)),
             ),
         ]);
-        put_if_absent(&self.table, item)
+        put_if_absent(&self.table.name, item)
     }
 
     /// `units += k` on the buyer's item, which must hold at most `limit` after it.
@@ -111,7 +108,7 @@ impl DynamoOrderStore {
             .condition_expression(condition)
             .expression_attribute_values(":k", n(k))
             .expression_attribute_values(":room", n(room));
-        update_in(&self.table, update)
+        update_in(&self.table.name, update)
     }
 
     /// `units -= k` on the buyer's item, which must hold them: the transaction that confirmed
@@ -123,7 +120,7 @@ impl DynamoOrderStore {
             .condition_expression("units >= :k")
             .expression_attribute_values(":minus", n(-k))
             .expression_attribute_values(":k", n(k));
-        update_in(&self.table, update)
+        update_in(&self.table.name, update)
     }
 
     /// A sale item's attribute, strongly consistent.
@@ -134,7 +131,9 @@ impl DynamoOrderStore {
     ) -> anyhow::Result<Option<Item>> {
         let key = key(sale_pk(sale_id), SALE_SK);
         let failed = "failed to read the sale's stock";
-        get_consistent(&self.client, &self.table, key, Some(projection), failed).await
+        self.table
+            .get_consistent(key, Some(projection), failed)
+            .await
     }
 
     /// One transaction of an order per unit, each written as `status`.
@@ -191,8 +190,8 @@ impl OrderStore for DynamoOrderStore {
             .update_expression("SET stockRemaining = stockRemaining - :n")
             .condition_expression("stockRemaining >= :n")
             .expression_attribute_values(":n", n(units.len()));
-        transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table, update));
-        match transaction.commit(&self.client).await {
+        transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table.name, update));
+        match transaction.commit(&self.table.client).await {
             Ok(()) => Ok(()),
             Err(TransactError::ConditionFailed {
                 label: UnitItem::Unit(_),
@@ -220,7 +219,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
         self.put_orders(units, OrderStatus::Rejected)
-            .commit_units(&self.client)
+            .commit_units(&self.table.client)
             .await
     }
 
@@ -236,7 +235,7 @@ impl OrderStore for DynamoOrderStore {
                 .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
                 .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
                 .expression_attribute_values(":now", s(&now));
-            update_in(&self.table, update)
+            update_in(&self.table.name, update)
         });
         let buyers = per_buyer(units.iter().map(|unit| unit.payload.as_str()));
         for (index, (buyer, k)) in buyers.iter().enumerate() {
@@ -249,8 +248,8 @@ impl OrderStore for DynamoOrderStore {
             .condition_expression("attribute_exists(stockRemaining)")
             .expression_attribute_values(":n", n(units.len()));
         transaction
-            .push(UnitItem::Aggregate, update_in(&self.table, update))
-            .commit_units(&self.client)
+            .push(UnitItem::Aggregate, update_in(&self.table.name, update))
+            .commit_units(&self.table.client)
             .await
     }
 
@@ -281,7 +280,10 @@ impl OrderStore for DynamoOrderStore {
     async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
         let key = key(buyer_pk(sale_id, user.as_str()), BUYER_SK);
         let failed = "failed to read what a buyer holds";
-        let item = get_consistent(&self.client, &self.table, key, Some("units"), failed).await?;
+        let item = self
+            .table
+            .get_consistent(key, Some("units"), failed)
+            .await?;
         Ok(match item {
             Some(item) => get_n(&item, "units").map_err(anyhow::Error::from)?,
             None => 0,
@@ -291,13 +293,9 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(skip(self))]
     async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
         let key = key(order_pk(order_id), ORDER_SK);
-        let item = get_consistent(
-            &self.client,
-            &self.table,
-            key,
-            None,
-            "failed to read an order",
-        );
+        let item = self
+            .table
+            .get_consistent(key, None, "failed to read an order");
         Ok(item.await?.as_ref().map(order_from_item).transpose()?)
     }
 
@@ -316,9 +314,10 @@ impl OrderStore for DynamoOrderStore {
         };
         let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
         let query = self
+            .table
             .client
             .query()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .index_name(USER_ORDERS_INDEX)
             .key_condition_expression("gsi1pk = :pk")
             .expression_attribute_values(":pk", s(&gsi1pk));
@@ -337,7 +336,9 @@ impl OrderStore for DynamoOrderStore {
     ) -> Result<bool, OrderStoreError> {
         // The order is in the payment-timeout consumer's cancelling transaction: a write while
         // that one is in flight is refused for a moment, and retried.
-        let update = update_item(&self.client, &self.table, key(order_pk(order_id), ORDER_SK))
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
             .update_expression("SET #status = :paid, paymentMethod = :method, paidAt = :at")
             .condition_expression("#status = :confirmed AND userId = :user")
             .expression_attribute_names("#status", "status")
@@ -375,9 +376,10 @@ impl OrderStore for DynamoOrderStore {
         let mut start = None;
         loop {
             let output = self
+                .table
                 .client
                 .scan()
-                .table_name(&self.table)
+                .table_name(&self.table.name)
                 .filter_expression("sk = :sale AND #state = :published")
                 .projection_expression("pk, stockRemaining")
                 .expression_attribute_names("#state", "state")

@@ -4,7 +4,7 @@
 use super::keys::{SALE_SK, sale_pk};
 use super::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{Item, get_consistent, get_n, get_s, key, n, s, update_item, write_retrying};
+use crate::dynamo::{Item, Table, get_n, get_s, key, n, s, write_retrying};
 use crate::ids::SaleId;
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -18,21 +18,19 @@ use time::format_description::well_known::Rfc3339;
 /// The commerce table's sales.
 #[derive(Clone, Debug)]
 pub struct DynamoSaleStore {
-    client: Client,
-    table: String,
+    table: Table,
 }
 
 impl DynamoSaleStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: table.into(),
+            table: Table::new(client, table),
         }
     }
 
     /// The store named by `COMMERCE_TABLE`.
     pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(client, env.required("COMMERCE_TABLE")?))
+        Table::from_env(env, client, "COMMERCE_TABLE").map(|table| Self { table })
     }
 }
 
@@ -82,9 +80,10 @@ fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
 impl SaleStore for DynamoSaleStore {
     #[tracing::instrument(skip_all, fields(sale = %sale.id))]
     async fn create(&self, sale: &Sale) -> Result<(), StoreError> {
-        self.client
+        self.table
+            .client
             .put_item()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_item(Some(sale_item(sale)))
             .condition_expression("attribute_not_exists(pk)")
             .send()
@@ -97,18 +96,16 @@ impl SaleStore for DynamoSaleStore {
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
         // The sale item is in every order-consumer transaction of the sale: publishing again
         // during the sale is refused while one is in flight, and retried.
-        let update = update_item(
-            &self.client,
-            &self.table,
-            key(sale_pk(id.as_str()), SALE_SK),
-        )
-        .update_expression("SET #state = :published, publishedAt = :now")
-        .condition_expression("attribute_exists(pk) AND #state = :draft")
-        .expression_attribute_names("#state", "state")
-        .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
-        .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
-        .expression_attribute_values(":now", s(now))
-        .return_values(ReturnValue::AllNew);
+        let update = self
+            .table
+            .update_item(key(sale_pk(id.as_str()), SALE_SK))
+            .update_expression("SET #state = :published, publishedAt = :now")
+            .condition_expression("attribute_exists(pk) AND #state = :draft")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
+            .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .return_values(ReturnValue::AllNew);
         let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
             update.clone().send()
         })
@@ -144,13 +141,9 @@ impl SaleStore for DynamoSaleStore {
     #[tracing::instrument(skip(self))]
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
         let key = key(sale_pk(id.as_str()), SALE_SK);
-        let item = get_consistent(
-            &self.client,
-            &self.table,
-            key,
-            None,
-            "failed to read the sale",
-        );
+        let item = self
+            .table
+            .get_consistent(key, None, "failed to read the sale");
         Ok(item.await?.as_ref().map(sale_from_item).transpose()?)
     }
 }

@@ -17,8 +17,8 @@ use super::notifications::{
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
-    Item, MAX_TRANSACTION_ITEMS, Transaction, UnitItem, get_consistent, get_n, get_s, key, n,
-    put_if_absent, query_page, s, start_of, update_in,
+    Item, MAX_TRANSACTION_ITEMS, Table, Transaction, UnitItem, get_n, get_s, key, n, put_if_absent,
+    query_page, s, start_of, update_in,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
@@ -49,21 +49,19 @@ fn epoch_seconds_after(ttl: Duration) -> u64 {
 /// The derived items of the social table.
 #[derive(Clone, Debug)]
 pub struct DynamoDerivedStore {
-    client: Client,
-    table: String,
+    table: Table,
 }
 
 impl DynamoDerivedStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: table.into(),
+            table: Table::new(client, table),
         }
     }
 
     /// The store named by `SOCIAL_TABLE`.
     pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(client, env.required("SOCIAL_TABLE")?))
+        Table::from_env(env, client, "SOCIAL_TABLE").map(|table| Self { table })
     }
 
     fn unread_update(
@@ -106,7 +104,7 @@ impl FollowerCountStore for DynamoDerivedStore {
         let mut transaction = Transaction::of_units(units, |unit| {
             let mut item = key(applied_pk(CONSUMER, &unit.marker), APPLIED_SK);
             item.insert("expiresAt".to_owned(), n(expires_at));
-            put_if_absent(&self.table, item)
+            put_if_absent(&self.table.name, item)
         });
         let delta: i64 = units.iter().map(|unit| unit.payload).sum();
         if delta != 0 {
@@ -122,9 +120,10 @@ impl FollowerCountStore for DynamoDerivedStore {
             } else {
                 update.condition_expression("attribute_exists(pk)")
             };
-            transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table, update));
+            transaction =
+                transaction.push(UnitItem::Aggregate, update_in(&self.table.name, update));
         }
-        transaction.commit_units(&self.client).await
+        transaction.commit_units(&self.table.client).await
     }
 }
 
@@ -143,8 +142,10 @@ impl NotificationStore for DynamoDerivedStore {
         let mut transaction = Transaction::new();
         for (index, unit) in units.iter().enumerate() {
             let marker = key(&unit.marker, NOTIFICATION_KEY_SK);
-            transaction =
-                transaction.push(UnitItem::Unit(index), put_if_absent(&self.table, marker));
+            transaction = transaction.push(
+                UnitItem::Unit(index),
+                put_if_absent(&self.table.name, marker),
+            );
             let id = &unit.payload.notification_id;
             let mut item = key(
                 notifications_pk(recipient),
@@ -159,14 +160,14 @@ impl NotificationStore for DynamoDerivedStore {
                 ("createdAt".to_owned(), s(id.created_at())),
                 ("read".to_owned(), AttributeValue::Bool(false)),
             ]);
-            transaction = transaction.push(UnitItem::Other, put_if_absent(&self.table, item));
+            transaction = transaction.push(UnitItem::Other, put_if_absent(&self.table.name, item));
         }
         let update = self
             .unread_update(recipient, "ADD unreadCount :n")
             .expression_attribute_values(":n", n(units.len()));
         transaction
-            .push(UnitItem::Other, update_in(&self.table, update))
-            .commit_units(&self.client)
+            .push(UnitItem::Other, update_in(&self.table.name, update))
+            .commit_units(&self.table.client)
             .await
     }
 
@@ -189,7 +190,7 @@ impl NotificationStore for DynamoDerivedStore {
                     .expression_attribute_names("#read", "read")
                     .expression_attribute_values(":true", AttributeValue::Bool(true))
                     .expression_attribute_values(":false", AttributeValue::Bool(false));
-                update_in(&self.table, update)
+                update_in(&self.table.name, update)
             });
             let update = if clamp {
                 self.unread_update(recipient, "SET unreadCount = :zero")
@@ -199,13 +200,13 @@ impl NotificationStore for DynamoDerivedStore {
                     .condition_expression("unreadCount >= :n")
                     .expression_attribute_values(":n", n(units.len()))
             };
-            transaction.push(UnitItem::Aggregate, update_in(&self.table, update))
+            transaction.push(UnitItem::Aggregate, update_in(&self.table.name, update))
         };
-        match marks(false).commit_units(&self.client).await {
+        match marks(false).commit_units(&self.table.client).await {
             // The count is short of what is unread (it never should be): never below zero.
             Err(Rejected::Aggregate) => {
                 tracing::warn!(%recipient, "unread count below the unread notifications; clamping to 0");
-                marks(true).commit_units(&self.client).await
+                marks(true).commit_units(&self.table.client).await
             }
             other => other,
         }
@@ -222,9 +223,10 @@ impl NotificationStore for DynamoDerivedStore {
         let fits = |cursor: &Cursor| cursor.get("pk") == Some(pk.as_str());
         let start = start_of(cursor, &["pk", "sk"], fits)?;
         let query = self
+            .table
             .client
             .query()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(&pk));
         let failed = "failed to query notifications";
@@ -236,7 +238,7 @@ impl NotificationStore for DynamoDerivedStore {
     async fn unread_count(&self, recipient: &UserId) -> Result<u64, NotificationStoreError> {
         let key = key(user_pk(recipient), NOTIFICATION_STATE_SK);
         let failed = "failed to read the unread count";
-        let item = get_consistent(&self.client, &self.table, key, None, failed).await?;
+        let item = self.table.get_consistent(key, None, failed).await?;
         Ok(match item {
             Some(item) => get_n(&item, "unreadCount").map_err(anyhow::Error::from)?,
             None => 0,
@@ -253,9 +255,10 @@ impl NotificationStore for DynamoDerivedStore {
         let mut start = None;
         for _ in 0..MAX_UNREAD_PAGES {
             let output = self
+                .table
                 .client
                 .query()
-                .table_name(&self.table)
+                .table_name(&self.table.name)
                 .key_condition_expression("pk = :pk")
                 .filter_expression("#read = :false")
                 .projection_expression("notificationId")

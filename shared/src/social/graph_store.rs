@@ -29,8 +29,8 @@ use super::profile::{StoreError, UserStatus};
 use super::store::DynamoSocialStore;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
-    Item as Attributes, TransactError, Transaction, get_consistent, get_item, get_n, get_s, key, n,
-    query_page, s, start_key, update_item, write_retrying,
+    Item as Attributes, TransactError, Transaction, get_n, get_s, key, n, query_page, s, start_key,
+    write_retrying,
 };
 use crate::ids::UserId;
 use anyhow::Context;
@@ -80,7 +80,7 @@ impl DynamoSocialStore {
     /// The count of `attempt`, as an item of a transaction.
     fn rate_update(&self, attempt: &Attempt) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_key(Some(self.rate_key(attempt)))
             .update_expression(COUNT_ATTEMPT)
             .condition_expression(WINDOW_HAS_ROOM)
@@ -100,7 +100,7 @@ impl DynamoSocialStore {
         let key = key(user_pk(follower), PROFILE_SK);
         let failed = "failed to read the follower's count";
         let projection = Some("followingCount");
-        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let item = self.table.get_consistent(key, projection, failed).await?;
         let Some(item) = item else {
             return Ok(FollowWrite::NoFollowerProfile);
         };
@@ -115,7 +115,7 @@ impl DynamoSocialStore {
     fn outbox_put(&self, change: &GraphChange) -> Result<TransactWriteItem, StoreError> {
         let event = serde_json::to_string(&change.event).context("failed to encode the event")?;
         let put = Put::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_item(Some(HashMap::from([
                 ("pk".to_owned(), s(outbox_pk(&change.event.id))),
                 ("sk".to_owned(), s(OUTBOX_SK)),
@@ -143,7 +143,9 @@ impl GraphStore for DynamoSocialStore {
     #[tracing::instrument(skip(self))]
     async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
         // A read, even a strongly consistent one, never conflicts with a transaction.
-        let output = get_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
+        let output = self
+            .table
+            .get_item(key(user_pk(user), PROFILE_SK))
             .projection_expression("#status")
             .expression_attribute_names("#status", "status")
             .consistent_read(true)
@@ -160,7 +162,9 @@ impl GraphStore for DynamoSocialStore {
 
     #[tracing::instrument(skip_all, fields(user = %attempt.user, window = attempt.window_start))]
     async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
-        let update = update_item(&self.client, &self.table, self.rate_key(attempt))
+        let update = self
+            .table
+            .update_item(self.rate_key(attempt))
             .update_expression(COUNT_ATTEMPT)
             .condition_expression(WINDOW_HAS_ROOM)
             .set_expression_attribute_values(Some(Self::rate_values(attempt)));
@@ -205,14 +209,14 @@ impl GraphStore for DynamoSocialStore {
             ("gsi2sk".to_owned(), s(edge_index_sk(&change.at, followee))),
         ]);
         let edge = Put::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_item(Some(edge))
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .context("failed to build the edge put")?;
         // The cap holds under concurrent follows: each is a condition on the same counter.
         let count = Update::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_key(Some(key(user_pk(follower), PROFILE_SK)))
             .update_expression("ADD followingCount :one")
             .condition_expression("attribute_exists(pk) AND followingCount < :max")
@@ -228,7 +232,7 @@ impl GraphStore for DynamoSocialStore {
                 TransactWriteItem::builder().update(count).build(),
             )
             .push(Item::Outbox, self.outbox_put(change)?)
-            .commit(&self.client)
+            .commit(&self.table.client)
             .await;
         match result {
             Ok(()) => Ok(FollowWrite::Written),
@@ -250,13 +254,13 @@ impl GraphStore for DynamoSocialStore {
         attempt: &Attempt,
     ) -> Result<UnfollowWrite, StoreError> {
         let edge = Delete::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_key(Some(self.edge_key(&change.relationship)))
             .condition_expression("attribute_exists(pk)")
             .build()
             .context("failed to build the edge delete")?;
         let count = Update::builder()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .set_key(Some(key(
                 user_pk(&change.relationship.follower),
                 PROFILE_SK,
@@ -279,7 +283,7 @@ impl GraphStore for DynamoSocialStore {
             )
             .push(Item::Outbox, self.outbox_put(change)?)
             .push(Item::Rate, self.rate_update(attempt)?)
-            .commit(&self.client)
+            .commit(&self.table.client)
             .await;
         match result {
             Ok(()) => Ok(UnfollowWrite::Written),
@@ -306,7 +310,7 @@ impl GraphStore for DynamoSocialStore {
         let key = self.edge_key(relationship);
         let failed = "failed to read the edge";
         let projection = Some("followedAt");
-        let item = get_consistent(&self.client, &self.table, key, projection, failed).await?;
+        let item = self.table.get_consistent(key, projection, failed).await?;
         let Some(item) = item else {
             return Ok(None);
         };
@@ -328,9 +332,10 @@ impl GraphStore for DynamoSocialStore {
             .map(|cursor| index.start_key(user, cursor))
             .transpose()?;
         let query = self
+            .table
             .client
             .query()
-            .table_name(&self.table)
+            .table_name(&self.table.name)
             .index_name(index.name)
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", index.pk)

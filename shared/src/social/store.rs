@@ -5,7 +5,7 @@
 use super::keys::{PROFILE_SK, user_pk};
 use super::profile::{DisplayName, Profile, ProfileStore, StoreError, UserStatus};
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{get_item, get_n, get_s, key, n, s, update_item, write_retrying};
+use crate::dynamo::{Table, get_n, get_s, key, n, s, write_retrying};
 use crate::ids::UserId;
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -18,8 +18,7 @@ use std::time::Duration;
 /// The social table.
 #[derive(Clone, Debug)]
 pub struct DynamoSocialStore {
-    pub(super) client: Client,
-    pub(super) table: String,
+    pub(super) table: Table,
     /// How writes retry conflicts and throttling (see [`crate::retry`]).
     pub(super) backoff: Backoff,
 }
@@ -27,8 +26,7 @@ pub struct DynamoSocialStore {
 impl DynamoSocialStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
-            client,
-            table: table.into(),
+            table: Table::new(client, table),
             backoff: Backoff::default(),
         }
     }
@@ -41,7 +39,10 @@ impl DynamoSocialStore {
 
     /// The store named by `SOCIAL_TABLE`.
     pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
-        Ok(Self::new(client, env.required("SOCIAL_TABLE")?))
+        Table::from_env(env, client, "SOCIAL_TABLE").map(|table| Self {
+            table,
+            backoff: Backoff::default(),
+        })
     }
 }
 
@@ -76,7 +77,9 @@ impl ProfileStore for DynamoSocialStore {
         // values only when absent, so a rename never resets what follows have counted. The
         // profile is in the owner's follow transactions and the follower-count consumer's:
         // a write during one of them is refused for a moment, and retried.
-        let update = update_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
+        let update = self
+            .table
+            .update_item(key(user_pk(user), PROFILE_SK))
             .update_expression(
                 "SET displayName = :name, updatedAt = :now, userId = :user, entity = :entity, \
                  createdAt = if_not_exists(createdAt, :now), \
@@ -105,7 +108,9 @@ impl ProfileStore for DynamoSocialStore {
 
     #[tracing::instrument(skip(self))]
     async fn get_profile(&self, user: &UserId) -> Result<Option<Profile>, StoreError> {
-        let output = get_item(&self.client, &self.table, key(user_pk(user), PROFILE_SK))
+        let output = self
+            .table
+            .get_item(key(user_pk(user), PROFILE_SK))
             .send()
             .await
             .context("failed to read the profile")?;
@@ -128,7 +133,7 @@ impl ProfileStore for DynamoSocialStore {
                 .projection_expression("userId, displayName")
                 .build()
                 .context("failed to build a BatchGetItem request")?;
-            let mut pending = Some(HashMap::from([(self.table.clone(), request)]));
+            let mut pending = Some(HashMap::from([(self.table.name.clone(), request)]));
             let mut round = 0;
             while let Some(request_items) = pending.take().filter(|items| !items.is_empty()) {
                 if round == MAX_BATCH_ROUNDS {
@@ -143,6 +148,7 @@ impl ProfileStore for DynamoSocialStore {
                 }
                 round += 1;
                 let output = self
+                    .table
                     .client
                     .batch_get_item()
                     .set_request_items(Some(request_items))

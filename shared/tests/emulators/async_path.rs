@@ -3,7 +3,7 @@
 
 use crate::support::{batch, clients, create_queue, create_table, template_batch_size};
 use app::cursor::PageLimit;
-use app::dynamo::{get_consistent, get_n, key, n, s};
+use app::dynamo::{Table, get_n, key, n, s};
 use app::ids::UserId;
 use app::social::derived_store::DynamoDerivedStore;
 use app::social::event_sink::SqsEventSink;
@@ -46,7 +46,8 @@ impl Profiles {
     async fn follower_count(&self, user: &str) -> i64 {
         let user = UserId::parse(user).unwrap();
         let key = key(keys::user_pk(&user), keys::PROFILE_SK);
-        let item = get_consistent(&self.client, &self.table, key, None, "read a profile");
+        let table = Table::new(self.client.clone(), &self.table);
+        let item = table.get_consistent(key, None, "read a profile");
         get_n(&item.await.unwrap().unwrap(), "followerCount").unwrap()
     }
 }

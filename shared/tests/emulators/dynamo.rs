@@ -2,8 +2,7 @@
 
 use crate::support::{clients, create_table};
 use app::dynamo::{
-    Item, TransactError, Transaction, get_consistent, get_n, get_s, key, n, put_if_absent,
-    update_in,
+    Item, Table, TransactError, Transaction, get_n, get_s, key, n, put_if_absent, update_in,
 };
 use app::retry::Backoff;
 use aws_sdk_dynamodb::Client;
@@ -30,7 +29,8 @@ fn increment(table: &str, pk: &str) -> TransactWriteItem {
 
 /// The item `pk`, strongly consistent.
 async fn item(client: &Client, table: &str, pk: &str) -> Option<Item> {
-    let read = get_consistent(client, table, key(pk, "A"), None, "read a test item");
+    let table = Table::new(client.clone(), table);
+    let read = table.get_consistent(key(pk, "A"), None, "read a test item");
     read.await.unwrap()
 }
 
