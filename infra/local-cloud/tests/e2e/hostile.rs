@@ -554,25 +554,15 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
     let draft = draft["id"].as_str().unwrap().to_owned();
     for groups in [&[][..], &["admins"], &["Admin"], &["buyers"]] {
         let token = bearer(&user_token("ann", groups));
-        let answer = raw
-            .send("POST", "/seckill/activities", Some(&token), sale.clone())
-            .await;
-        assert_error(
-            &answer,
-            403,
-            "FORBIDDEN",
-            "operators only",
-            &format!("{groups:?}"),
-        );
-        let path = format!("/seckill/activities/{draft}/publish");
-        let answer = raw.send("POST", &path, Some(&token), "").await;
-        assert_error(
-            &answer,
-            403,
-            "FORBIDDEN",
-            "operators only",
-            &format!("{groups:?}"),
-        );
+        let publish = format!("/seckill/activities/{draft}/publish");
+        for (path, body) in [
+            ("/seckill/activities", sale.clone()),
+            (publish.as_str(), String::new()),
+        ] {
+            let answer = raw.send("POST", path, Some(&token), body).await;
+            let context = format!("{groups:?} {path}");
+            assert_error(&answer, 403, "FORBIDDEN", "operators only", &context);
+        }
     }
     // The draft was not published by any of them.
     let (status, _) = raw

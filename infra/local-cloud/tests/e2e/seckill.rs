@@ -133,6 +133,21 @@ async fn without_order_consumer() -> (String, CloudOptions) {
     (stack, held)
 }
 
+/// A sale of `stock` units, one per buyer, and the orders of `buyers` admitted while the order
+/// consumer is down, so that DynamoDB has counted none of them: the stack (`options(&stack)`
+/// starts it again with the consumer), the cloud without it, the sale and the admitted orders.
+async fn admitted_while_the_consumer_is_down(
+    stock: u32,
+    buyers: &[String],
+) -> (String, LocalCloud, String, Vec<(String, String)>) {
+    let (stack, held) = without_order_consumer().await;
+    let cloud = start(held).await;
+    let sale = open_sale(&cloud, stock, 1).await;
+    let (admitted, _) = crowd(&cloud, &sale, buyers).await;
+    assert_eq!(admitted.len(), buyers.len());
+    (stack, cloud, sale, admitted)
+}
+
 #[tokio::test]
 async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
     let cloud = start(options(&unique_stack())).await;
@@ -154,14 +169,9 @@ async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
 
 #[tokio::test]
 async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
-    let (stack, held) = without_order_consumer().await;
-
-    // Orders are admitted while the consumer is down, so DynamoDB has counted none of them
-    // when Redis loses the sale.
-    let cloud = start(held).await;
-    let sale = open_sale(&cloud, 10, 1).await;
-    let (first, _) = crowd(&cloud, &sale, &buyers("early", 6)).await;
-    assert_eq!(first.len(), 6);
+    // DynamoDB has counted none of the first orders when Redis loses the sale.
+    let (stack, cloud, sale, first) =
+        admitted_while_the_consumer_is_down(10, &buyers("early", 6)).await;
     let mut redis = crate::support::redis_connection(&std::env::var("REDIS_URL").unwrap()).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("sale:{{{sale}}}:*"))
@@ -196,12 +206,8 @@ async fn redis_flushed_mid_sale_and_preheated_again_never_oversells() {
 
 #[tokio::test]
 async fn every_order_event_delivered_twice_yields_one_order() {
-    let (stack, held) = without_order_consumer().await;
-
-    let cloud = start(held).await;
-    let sale = open_sale(&cloud, 5, 1).await;
-    let (accepted, _) = crowd(&cloud, &sale, &buyers("twice", 3)).await;
-    assert_eq!(accepted.len(), 3);
+    let (stack, cloud, sale, accepted) =
+        admitted_while_the_consumer_is_down(5, &buyers("twice", 3)).await;
     // Take the three events off the queue and put each back twice.
     let sqs = aws_sdk_sqs::Client::new(&sdk().await);
     let queue = queue_url(&cloud, "OrderQueue");
