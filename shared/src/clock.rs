@@ -25,9 +25,18 @@ pub fn now_rfc3339() -> String {
 
 /// Now, in milliseconds since the Unix epoch (the reservations' `reservedAtMs`).
 pub fn now_epoch_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    epoch_ms(OffsetDateTime::now_utc())
+}
+
+/// Milliseconds since the Unix epoch: the unit of the sales' Redis copy, of the admission
+/// script and of the reservations.
+pub fn epoch_ms(at: OffsetDateTime) -> i64 {
+    (at.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// The time `ms` milliseconds after the Unix epoch, if it is one `time` can hold.
+pub fn from_epoch_ms(ms: i64) -> Option<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
 /// Any RFC 3339 time (e.g. an event's `occurredAt`) in the tables' format.
@@ -39,6 +48,14 @@ pub fn normalize(rfc3339: &str) -> Option<String> {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn epoch_milliseconds_go_both_ways() {
+        let at = datetime!(2026-12-01 16:00:00.123 UTC);
+        assert_eq!(epoch_ms(at), 1_796_140_800_123);
+        assert_eq!(from_epoch_ms(1_796_140_800_123), Some(at));
+        assert_eq!(from_epoch_ms(i64::MAX), None);
+    }
 
     #[test]
     fn times_are_utc_with_six_digits_and_sort_as_text() {

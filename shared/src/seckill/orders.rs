@@ -17,7 +17,6 @@ use crate::once::{Rejected, Unit};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use time::OffsetDateTime;
 
 /// How many units one call of each of [`OrderStore`]'s commits takes.
 #[derive(Clone, Copy, Debug)]
@@ -123,9 +122,8 @@ impl TryFrom<OrderPlaced> for NewOrder {
         }
         let sale_id = SaleId::parse(&event.sale_id).map_err(|_| InvalidOrder("saleId"))?;
         let user_id = UserId::parse(&event.user_id).map_err(|_| InvalidOrder("userId"))?;
-        let at =
-            OffsetDateTime::from_unix_timestamp_nanos(i128::from(event.reserved_at_ms) * 1_000_000)
-                .map_err(|_| InvalidOrder("reservedAtMs"))?;
+        let at = crate::clock::from_epoch_ms(event.reserved_at_ms)
+            .ok_or(InvalidOrder("reservedAtMs"))?;
         Ok(Self {
             order_id: event.order_id,
             sale_id: sale_id.as_str().to_owned(),

@@ -6,7 +6,8 @@
 
 use super::admission::{Admission, AdmissionError, Reservation, Verdict};
 use super::keys::{SaleKeys, order_rate_key};
-use super::sale::{Sale, SaleCache, SaleDetail, StoreError, epoch_ms};
+use super::sale::{Sale, SaleCache, SaleDetail, StoreError};
+use crate::clock::epoch_ms;
 use crate::ids::{SaleId, UserId};
 use crate::script::LuaScript;
 use anyhow::Context;

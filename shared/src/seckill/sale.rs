@@ -185,11 +185,6 @@ impl Sale {
     }
 }
 
-/// Epoch milliseconds, the unit of the Redis copy and of the admission script.
-pub fn epoch_ms(at: OffsetDateTime) -> i64 {
-    (at.unix_timestamp_nanos() / 1_000_000) as i64
-}
-
 /// What a buyer sees of a sale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -347,8 +342,8 @@ pub(crate) mod fake {
                     title: sale.title.clone(),
                     price_cents: sale.price_cents,
                     per_user_limit: sale.per_user_limit,
-                    starts_at_ms: epoch_ms(sale.starts_at),
-                    ends_at_ms: epoch_ms(sale.ends_at),
+                    starts_at_ms: crate::clock::epoch_ms(sale.starts_at),
+                    ends_at_ms: crate::clock::epoch_ms(sale.ends_at),
                     stock: sale.initial_stock,
                     stock_remaining: live.unwrap_or(i64::from(sale.stock_remaining)),
                 },

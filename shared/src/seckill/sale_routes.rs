@@ -6,9 +6,10 @@
 use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
 use super::sale::{
     self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleState,
-    SaleStore, epoch_ms,
+    SaleStore,
 };
 use crate::auth::Caller;
+use crate::clock::epoch_ms;
 use crate::config::{ConfigError, Env};
 use crate::http::{ApiError, json, parse_body, path_id, record_id};
 use crate::ids::{OrderId, SaleId};
@@ -23,7 +24,7 @@ fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
 }
 
 fn rfc3339_of_ms(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+    crate::clock::from_epoch_ms(ms)
         .map(crate::clock::format)
         .unwrap_or_default()
 }

@@ -5,6 +5,7 @@
 //! attempts on every sale.
 
 use crate::support::{clients, create_social_table, create_table, redis, unique};
+use app::clock::epoch_ms;
 use app::ids::{OrderId, SaleId, UserId};
 use app::seckill::admission::{Admission, Reservation, Verdict};
 use app::seckill::keys::{SaleKeys, order_rate_key};
@@ -12,7 +13,7 @@ use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{OrderView, PendingOrder, find_order};
 use app::seckill::redis_store::RedisSales;
 use app::seckill::reservations::RedisReservations;
-use app::seckill::sale::{Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleStore, epoch_ms};
+use app::seckill::sale::{Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleStore};
 use app::seckill::sale_store::DynamoSaleStore;
 use redis::AsyncCommands;
 use std::collections::HashMap;
