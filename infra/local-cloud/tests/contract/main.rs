@@ -6,6 +6,7 @@
 mod aws_rules;
 mod cognito;
 mod contention;
+mod dashboard;
 mod openapi;
 mod policies;
 mod support;
