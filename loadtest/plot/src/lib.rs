@@ -170,8 +170,8 @@ fn drawn(panel: &Panel, series: &Series) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The axes' ranges: every point inside, y from 0 (all the figures here count or time
-/// something) with a little room above.
+/// The axes' ranges: every point inside with a little room, from 0 on a linear axis (every
+/// figure here counts or times something).
 fn ranges(panel: &Panel) -> (Range<f64>, Range<f64>) {
     let points: Vec<(f64, f64)> = panel.series.iter().flat_map(|s| drawn(panel, s)).collect();
     let fold = |pick: fn(&(f64, f64)) -> f64| {
@@ -184,12 +184,12 @@ fn ranges(panel: &Panel) -> (Range<f64>, Range<f64>) {
     };
     let (x_lo, x_hi) = fold(|p| p.0);
     let (y_lo, y_hi) = fold(|p| p.1);
-    let x = if x_hi > x_lo {
-        x_lo..x_hi
-    } else if panel.log_x {
-        x_lo / 2.0..x_lo * 2.0
+    let x = if panel.log_x {
+        x_lo / 1.2..x_hi * 1.2
     } else {
-        x_lo - 1.0..x_lo + 1.0
+        let x_lo = x_lo.min(0.0);
+        let span = if x_hi > x_lo { x_hi - x_lo } else { 1.0 };
+        x_lo..x_lo + span * 1.03
     };
     if !panel.y_categories.is_empty() {
         return (x, -0.5..panel.y_categories.len() as f64 - 0.5);
@@ -264,7 +264,7 @@ where
                 .draw_series(
                     points
                         .into_iter()
-                        .map(|point| Circle::new(point, 2, colour.mix(0.7).filled())),
+                        .map(|point| Circle::new(point, 3, colour.mix(0.7).filled())),
                 )?
                 .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled())),
         };
