@@ -126,14 +126,17 @@ fn shares(part2: &Part2, routes: &[(String, &Throughput)]) -> Panel {
     Panel {
         y_categories: rows(routes),
         ..Panel::new(
-            format!("Throughput as a share of hello-http's ({hello:.0} requests/s)"),
+            format!(
+                "Throughput as a share of hello-http's ({hello:.0} requests/s); \
+                 the line: the target, at least {THROUGHPUT_RATIO_MIN}"
+            ),
             "requests/s ÷ hello-http's",
             "",
         )
     }
-    .with(Series::dots("requests/s ÷ hello-http's", points))
+    .with(Series::dots("", points))
     .with(Series::line(
-        format!("target: at least {THROUGHPUT_RATIO_MIN}"),
+        "",
         vec![(THROUGHPUT_RATIO_MIN, -0.5), (THROUGHPUT_RATIO_MIN, top)],
     ))
 }
@@ -235,12 +238,13 @@ mod tests {
             "follow",
             "p99",
             "950 requests/s",
-            "target: at least 0.8",
+            "the line: the target, at least 0.8",
         ] {
             assert!(svg.contains(text), "{text:?} missing");
         }
-        // Four cold starts, three percentiles of three routes, three shares, a legend dot each.
-        assert_eq!(svg.matches("<circle").count(), 4 + 9 + 3 + 1 + 3 + 1);
+        // Four cold starts, three percentiles of three routes, three shares; a legend dot for
+        // the cold starts and each percentile (the shares' panel has none).
+        assert_eq!(svg.matches("<circle").count(), 4 + 9 + 3 + 1 + 3);
         // follow's share of hello-http's 950 requests/s sits on its row.
         let shares = &panels[3].series[0].points;
         assert_eq!(panels[3].y_categories[1], "follow");

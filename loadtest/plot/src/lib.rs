@@ -13,6 +13,7 @@
 use anyhow::{Context, ensure};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::ops::Range;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub enum Mark {
 /// One named series of a panel, as (x, y) points.
 #[derive(Clone, Debug)]
 pub struct Series {
+    /// Its legend entry; none when empty (a panel whose title says it all has no legend).
     pub label: String,
     pub mark: Mark,
     pub points: Vec<(f64, f64)>,
@@ -98,8 +100,8 @@ const PANEL_HEIGHT: u32 = 400;
 const TITLE_HEIGHT: u32 = 40;
 const FONT: &str = "sans-serif";
 
-/// Tableau's ten colours (distinct on white and for most colour-blind readers), then
-/// plotters' 99-colour palette for series past the tenth.
+/// Tableau's ten colours (distinct on white and for most colour-blind readers); series past
+/// the tenth take them again with dashed lines.
 const COLOURS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -114,11 +116,11 @@ const COLOURS: [RGBColor; 10] = [
 ];
 
 fn colour(index: usize) -> RGBAColor {
-    match COLOURS.get(index) {
-        Some(colour) => colour.to_rgba(),
-        None => Palette99::pick(index).to_rgba(),
-    }
+    COLOURS[index % COLOURS.len()].to_rgba()
 }
+
+/// Dash and gap of the lines of the second round of colours, pixels.
+const DASH: (u32, u32) = (8, 4);
 
 /// The figure as an SVG document: `title` above the panels, stacked in order. Refuses a
 /// panel without a single point to draw, so that a harness that lost its data fails rather
@@ -254,11 +256,15 @@ where
     for (index, series) in panel.series.iter().enumerate() {
         let colour = colour(index);
         let points = drawn(panel, series);
+        let style = colour.stroke_width(2);
         let drawn = match series.mark {
+            Mark::Line if index < COLOURS.len() => chart
+                .draw_series(LineSeries::new(points, style))?
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)),
             Mark::Line => chart
-                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                .draw_series(DashedLineSeries::new(points, DASH.0, DASH.1, style))?
                 .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                    DashedPathElement::new(vec![(x, y), (x + 20, y)], DASH.0, DASH.1, style)
                 }),
             Mark::Dots => chart
                 .draw_series(
@@ -268,7 +274,12 @@ where
                 )?
                 .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled())),
         };
-        drawn.label(&series.label);
+        if !series.label.is_empty() {
+            drawn.label(&series.label);
+        }
+    }
+    if panel.series.iter().all(|s| s.label.is_empty()) {
+        return Ok(());
     }
     chart
         .configure_series_labels()
@@ -397,6 +408,24 @@ mod tests {
             );
         }
         assert_eq!(svg.matches("<circle").count(), 6 + 2);
+    }
+
+    #[test]
+    fn series_past_the_tenth_are_dashed() {
+        let mut panel = Panel::new("Latency", "ms", "share");
+        for i in 0..11 {
+            let x = f64::from(i);
+            panel = panel.with(Series::line(format!("f{i}"), vec![(0.0, x), (100.0, x)]));
+        }
+        let svg = svg("Functions", &[panel]).unwrap();
+        let lines = svg
+            .split("<polyline")
+            .filter(|line| line.contains("stroke-width=\"2\""))
+            .count();
+        // Ten solid lines and their legend lines, then the eleventh as dozens of dashes (a
+        // single line if it were solid) and its legend as two.
+        assert!(lines > 20 + 2 + 20, "{lines} lines: {svg}");
+        assert!(svg.contains("f10"));
     }
 
     #[test]
