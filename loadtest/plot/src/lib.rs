@@ -429,6 +429,20 @@ mod tests {
     }
 
     #[test]
+    fn a_panel_of_unlabelled_series_has_no_legend() {
+        let panel = Panel::new("Throughput; the line: the target", "share", "")
+            .with(Series::dots("", vec![(0.3, 0.0), (0.5, 1.0)]))
+            .with(Series::line("", vec![(0.8, -0.5), (0.8, 1.5)]));
+        let svg = svg("Functions", &[panel]).unwrap();
+        // The two dots, and no legend box, line or dot.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        assert!(
+            !svg.contains("opacity=\"0.85\""),
+            "a legend background: {svg}"
+        );
+    }
+
+    #[test]
     fn writes_the_file_where_asked() {
         let dir = std::env::temp_dir().join(format!("plot-test-{}", std::process::id()));
         let path = dir.join("nested/figure.svg");
