@@ -6,7 +6,9 @@
 #     against the 1.1 target (DECOUPLING_ASSERT_RATIO=1 makes a miss fail the test);
 #   - hot keys: writes to the hottest item per follow and per order in a burst
 #     (infra/local-cloud/tests/e2e/hot_keys.rs), asserted <= 0.1.
-# Writes loadtest/results/decoupling-hot-keys.md with the command and the core count.
+# Writes loadtest/results/decoupling-hot-keys.md with the command and the core count, and
+# beside it decoupling.svg: each follow's latency and the notification backlog over time per
+# run, drawn by `plot decoupling` from the series the test leaves in $work/decoupling/.
 #
 #   loadtest/bench-e2e.sh     # env: DECOUPLING_RATE (default 10), DECOUPLING_SECONDS (30),
 #                             #      HOT_KEY_N (300; at 1,000 moto copies its table per transaction item until the order consumer's batches time out)
@@ -19,7 +21,10 @@ export HOT_KEY_N=${HOT_KEY_N:-300} DECOUPLING_ASSERT_RATIO=${DECOUPLING_ASSERT_R
 export DECOUPLING_CONTROL=${DECOUPLING_CONTROL:-1}
 out=loadtest/results/decoupling-hot-keys.md
 work=.local/bench-e2e
+series=$work/decoupling/series.json
+figure=loadtest/results/decoupling.svg
 mkdir -p "$work"
+rm -f "$series"
 
 echo "building the release binaries and tests (first time: ~15 min)"
 cargo build --release --workspace --bins
@@ -29,6 +34,16 @@ status=0
 LOCAL_STATE=$work infra/run-with-emulators.sh cargo nextest run --release -p local-cloud \
     --test e2e --no-capture --no-fail-fast --test-threads 1 -E 'test(decoupling) | test(hot_keys)' \
     2>&1 | tee "$work/run.log" || status=$?
+# The figure, from this run's series only (the test writes them once its runs are done).
+figure_note="No figure: the test wrote no series ($series)."
+if [[ -s $series ]]; then
+    if target/release/plot decoupling --series "$series" --out "$figure"; then
+        figure_note="![Each follow's latency by when it was sent, and the notification backlog over time, per run]($(basename "$figure"))"
+    else
+        figure_note="No figure: \`plot decoupling\` failed on $series."
+        status=1
+    fi
+fi
 
 {
     echo "# Decoupling and hot keys"
@@ -50,6 +65,8 @@ LOCAL_STATE=$work infra/run-with-emulators.sh cargo nextest run --release -p loc
     echo "notifications are read back: none lost, none duplicated (asserted)."
     echo
     grep '^decoupling:' "$work/run.log" | sed 's/^decoupling: /- /'
+    echo
+    echo "$figure_note"
     echo
     echo "## Hot keys (DESIGN §6: at most 0.1 writes to the hottest item per follow and per order)"
     echo

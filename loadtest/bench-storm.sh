@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The flash-sale storm through the local cloud runner: 100,000 order attempts from 10,000
 # users on 1,000 units, detail reads, and the reserve script's raw EVALSHA throughput from the
-# same machine, by `loadtest/storm`. Writes loadtest/results/seckill-storm.md.
+# same machine, by `loadtest/storm`. Writes loadtest/results/seckill-storm.md and beside it
+# seckill-storm.svg: the order phase's answers per second by outcome and the stock remaining.
 #
 #   loadtest/bench-storm.sh [storm options]    # e.g. --attempts 20000 for a shorter run
 #
@@ -47,9 +48,10 @@ if [[ ${1:-} == --with-emulators ]]; then
     ) >"$bench/cpu-samples.txt" 2>/dev/null &
     sampler=$!
     printf '%q ' target/release/storm --url "http://127.0.0.1:$port" --redis-url "$REDIS_URL" \
-        --json "$@" >"$bench/storm-command.txt"
+        --json --plot "$bench/storm.svg" "$@" >"$bench/storm-command.txt"
     status=0
-    target/release/storm --url "http://127.0.0.1:$port" --redis-url "$REDIS_URL" --json "$@" \
+    target/release/storm --url "http://127.0.0.1:$port" --redis-url "$REDIS_URL" --json \
+        --plot "$bench/storm.svg" "$@" \
         >"$bench/storm.json" 2> >(tee "$bench/storm.log" >&2) || status=$?
     echo "storm exit status $status" >>"$bench/storm.log"
     exit 0
@@ -58,13 +60,13 @@ fi
 echo "building release binaries ..."
 cargo build --release -q --workspace --bins
 mkdir -p "$bench"
-rm -f "$bench/storm.json" "$bench/storm.log" "$bench/cpu-samples.txt"
+rm -f "$bench/storm.json" "$bench/storm.log" "$bench/cpu-samples.txt" "$bench/storm.svg"
 LOCAL_STATE=$bench infra/run-with-emulators.sh "$0" --with-emulators "$@"
 
 [[ -s $bench/storm.json ]] || { echo "the storm wrote no report; see $bench/storm.log"; exit 1; }
 BENCH_ARGS="$*" BENCH_PORT=$port BENCH_INSTANCES=$instances BENCH_OUT=$out \
     python3 - "$bench" <<'PY'
-import collections, json, os, re, subprocess, sys, datetime
+import collections, json, os, re, shutil, subprocess, sys, datetime
 
 bench = sys.argv[1]
 r = json.load(open(f"{bench}/storm.json"))
@@ -167,6 +169,13 @@ to moto, and the rejections answered meanwhile); the remaining {r['sold_out']['a
 Checks: {"; ".join(("FAILED " if c in r['failed_checks'] else "ok ") + c for c in r['checks'])} (storm exit status {exit_status}).
 
 """
+# The storm's figure of this run, beside the report.
+if os.path.exists(f"{bench}/storm.svg"):
+    figure = os.path.splitext(os.environ["BENCH_OUT"])[0] + ".svg"
+    shutil.copyfile(f"{bench}/storm.svg", figure)
+    md += f"![Order attempts answered per second by answer, and the stock remaining, over the order phase]({os.path.basename(figure)})\n\n"
+else:
+    md += "No figure: the storm drew none (see its log).\n\n"
 if ratio:
     md += f"**Ratio.** orders/s through the runner ÷ raw EVALSHA/s = {order_rate:,.0f} / {raw['phase']['per_second']:,.0f} = **{ratio:.3f}**: the reserve script alone runs {1/ratio:.1f}× faster than an attempt through the runner (HTTP, JWT check, the runner's dispatch to a one-at-a-time function process, the script, and for the 202s an SQS send).\n\n"
 md += f"""## DESIGN targets (§6 "Flash sale")

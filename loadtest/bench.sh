@@ -8,7 +8,9 @@
 # redis-server: part 1, each binary's init time beside a hello-world lambda_runtime binary,
 # its stripped size and peak memory; part 2, each HTTP function's throughput through the
 # local runner beside a hello-world lambda_http function. Builds the release binaries
-# (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md.
+# (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md, with
+# functions.svg beside it (every cold start; each route's latency distribution, p50 / p90 /
+# p99 and throughput share of hello-http's), linked from the report.
 #
 # --no-build: measure the release binaries already in target/release (a release build of
 # every function takes ~30 min on 2 cores); the report's command line says so.

@@ -14,6 +14,7 @@
 //! `redis-server`. `loadtest/bench.sh functions` starts both and runs this.
 
 mod cold_start;
+mod figure;
 mod report;
 mod runtime_api;
 mod scenarios;
@@ -296,6 +297,19 @@ async fn part2(
     result
 }
 
+/// Draws the report's figure beside it (`functions.md` → `functions.svg`); answers its file
+/// name, for the report's link.
+fn draw_figure(results: &report::Results, out: &Path) -> anyhow::Result<String> {
+    let path = out.with_extension("svg");
+    plot::write(&path, &figure::title(results), &figure::panels(results))?;
+    eprintln!("figure written to {}", path.display());
+    Ok(path
+        .file_name()
+        .context("the report has a file name")?
+        .to_string_lossy()
+        .into_owned())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -311,7 +325,11 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("failed to read {}", path.display()))?;
         let results: report::Results = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a bench result", path.display()))?;
-        std::fs::write(&args.out, report::render(&results, notes.as_deref()))?;
+        let figure = draw_figure(&results, &args.out)?;
+        std::fs::write(
+            &args.out,
+            report::render(&results, notes.as_deref(), &figure),
+        )?;
         print!(
             "{}",
             report::summary(&results.part1, results.part2.as_ref())
@@ -394,11 +412,12 @@ async fn main() -> anyhow::Result<()> {
         args.work_dir.join("functions.json"),
         serde_json::to_string_pretty(&results)?,
     )?;
-    let text = report::render(&results, notes.as_deref());
-    let (part1, part2) = (results.part1, results.part2);
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
+    let figure = draw_figure(&results, &args.out)?;
+    let text = report::render(&results, notes.as_deref(), &figure);
+    let (part1, part2) = (results.part1, results.part2);
     std::fs::write(&args.out, &text)?;
     print!("{}", report::summary(&part1, part2.as_ref()));
     eprintln!("written to {}", args.out.display());

@@ -289,8 +289,8 @@ pub struct Results {
     pub part2: Option<Part2>,
 }
 
-/// The whole report.
-pub fn render(results: &Results, notes: Option<&str>) -> String {
+/// The whole report; `figure` is the file name of its SVG, beside it.
+pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
     let (run, part1, part2) = (&results.run, &results.part1, results.part2.as_ref());
     let mut out = String::new();
     let date = &run.date;
@@ -315,6 +315,11 @@ pub fn render(results: &Results, notes: Option<&str>) -> String {
         run.load_average.first().map_or("unknown", String::as_str),
         run.load_average.get(1).map_or("unknown", String::as_str),
         summary(part1, part2)
+    );
+    let _ = writeln!(
+        out,
+        "![Every cold start per binary; each route's latency distribution, p50 / p90 / p99 and \
+         throughput as a share of hello-http's]({figure})\n"
     );
 
     let _ = writeln!(

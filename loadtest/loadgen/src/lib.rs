@@ -34,6 +34,17 @@ pub struct LoadReport {
     pub statuses: BTreeMap<String, u64>,
     /// Answers other than the expected status (errors included).
     pub unexpected: u64,
+    /// The latency distribution for plots, as (fraction of requests, their latency at most in
+    /// ms): every percent, then 99.5 and 99.9 % (empty in reports saved before it was added).
+    #[serde(default)]
+    pub distribution: Vec<(f64, f64)>,
+}
+
+/// The fractions [`LoadReport::distribution`] is taken at.
+fn distribution_fractions() -> impl Iterator<Item = f64> {
+    (0..=99)
+        .map(|percent| f64::from(percent) / 100.0)
+        .chain([0.995, 0.999, 1.0])
 }
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -117,5 +128,41 @@ pub fn report(run: &Run<Outcome>, expected: u16) -> LoadReport {
         max_ms: percentile_ms(&latencies, 1.0),
         statuses,
         unexpected,
+        distribution: distribution_fractions()
+            .map(|p| (p, percentile_ms(&latencies, p)))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_keeps_the_latency_distribution() {
+        let samples = (1..=1000)
+            .map(|i| Sample {
+                index: i - 1,
+                micros: i * 1000,
+                done_micros: i * 1000,
+                answer: Ok(Answer {
+                    status: 200,
+                    body: bytes::Bytes::new(),
+                }),
+            })
+            .collect();
+        let run = Run {
+            samples,
+            failed_workers: Vec::new(),
+            seconds: 1.0,
+        };
+        let report = report(&run, 200);
+        let distribution = &report.distribution;
+        assert_eq!(distribution.len(), 103);
+        assert_eq!(distribution[0], (0.0, 1.0));
+        assert_eq!(distribution[50], (0.5, report.p50_ms));
+        assert_eq!(distribution[101], (0.999, 999.0));
+        assert_eq!(distribution[102], (1.0, report.max_ms));
+        assert!(distribution.windows(2).all(|w| w[0].1 <= w[1].1));
     }
 }

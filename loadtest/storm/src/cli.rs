@@ -50,6 +50,9 @@ pub(crate) struct Args {
     pub jwt_secret: String,
     #[arg(long)]
     pub json: bool,
+    /// Draw the order phase (answers per second by outcome, stock remaining) to this SVG.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// The runner's HTTP API: where to connect and how to address it.

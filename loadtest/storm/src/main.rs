@@ -12,7 +12,8 @@
 //!    fresh preheated sale of the same shape.
 //!
 //! Every phase is `loadgen`'s closed loop; each HTTP worker holds one keep-alive HTTP/1.1
-//! connection. Exits non-zero when a check fails.
+//! connection. Exits non-zero when a check fails. With `--plot`, draws the order phase's
+//! answers per second by outcome and the stock remaining as an SVG.
 //!
 //! Layout: `cli` (the options and the API's address), `scenario` (the phases through the
 //! runner), `raw` (the phase straight to Redis), `report` (the figures and their printing).
@@ -61,8 +62,24 @@ async fn main() -> anyhow::Result<()> {
     mark("detail-end");
     print_phase(args.json, "detail", "reads", &detail);
 
-    let (orders, accepted, sold_out) = order_phase(&target, &args, &sale_id, &tokens).await?;
+    let scenario::Orders {
+        phase: orders,
+        accepted,
+        sold_out,
+        timeline,
+    } = order_phase(&target, &args, &sale_id, &tokens).await?;
     mark("orders-end");
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "Flash-sale storm: {} order attempts from {} users on {} units",
+            orders.requests, args.users, args.stock
+        );
+        // A figure that fails must not cost the run's figures: bench-storm.sh says it is missing.
+        match timeline.plot(path, &title) {
+            Ok(()) => eprintln!("plot written to {}", path.display()),
+            Err(err) => eprintln!("no plot: {err:#}"),
+        }
+    }
     print_phase(args.json, "orders", "attempts", &orders);
     say(
         args.json,
@@ -155,6 +172,7 @@ async fn main() -> anyhow::Result<()> {
         orders,
         accepted: accepted.len() as u64,
         sold_out,
+        timeline,
         settle: settled,
         raw,
         orders_to_evalsha_ratio: ratio,

@@ -3,7 +3,7 @@
 //! phase is `loadgen`'s closed loop, one keep-alive connection per worker.
 
 use crate::cli::{Args, Target};
-use crate::report::{Phase, Settle, SoldOut, mark, outcome};
+use crate::report::{Phase, Settle, SoldOut, Timeline, mark, outcome};
 use anyhow::{Context, bail, ensure};
 use app::seckill::sale::SaleId;
 use loadgen::{Answer, Bodies, Bounds, Connection, Outcome, Request, Run, Worker};
@@ -131,13 +131,21 @@ pub(crate) async fn detail_phase(
     Ok(Phase::new(micros, run.seconds, outcomes))
 }
 
-/// Returns the phase and the accepted orders as (order id, user index).
+/// What the order phase measured.
+pub(crate) struct Orders {
+    pub phase: Phase,
+    /// The accepted orders as (order id, user index).
+    pub accepted: Vec<(String, usize)>,
+    pub sold_out: SoldOut,
+    pub timeline: Timeline,
+}
+
 pub(crate) async fn order_phase(
     target: &Arc<Target>,
     args: &Args,
     sale_id: &str,
     tokens: &Arc<Vec<String>>,
-) -> anyhow::Result<(Phase, Vec<(String, usize)>, SoldOut)> {
+) -> anyhow::Result<Orders> {
     let users = args.users;
     // Warm-up against an unknown sale: place-order answers 404 and reserves nothing.
     let unknown = format!("/seckill/activities/{}/orders", SaleId::generate());
@@ -193,8 +201,14 @@ pub(crate) async fn order_phase(
             accepted.push((id.to_owned(), (sample.index % users) as usize));
         }
     }
+    let timeline = Timeline::new(samples, seconds, u64::from(args.stock));
     let (micros, outcomes) = tally(&run);
-    Ok((Phase::new(micros, seconds, outcomes), accepted, sold_out))
+    Ok(Orders {
+        phase: Phase::new(micros, seconds, outcomes),
+        accepted,
+        sold_out,
+        timeline,
+    })
 }
 
 /// A round stops once this many orders still read PENDING (the consumer has not reached them

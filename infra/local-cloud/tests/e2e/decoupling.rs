@@ -12,11 +12,17 @@
 //! `DECOUPLING_ASSERT_RATIO=1`: a few dozen samples on a shared CI machine say nothing about a
 //! p99, and on one machine the emulator's single DynamoDB lock couples the two paths
 //! (loadtest/results).
+//!
+//! Every run's series (each follow's latency by when it was sent, the notification backlog
+//! over time) goes to `$LOCAL_STATE/decoupling/series.json`, which `loadtest/bench-e2e.sh`
+//! draws with `plot decoupling` beside its results.
 
 use crate::support::{
     Api, eventually, options, queue_depth, queue_url, report, sdk, start, unique_stack,
 };
 use local_cloud::faults::{Action, Rule, Service};
+use serde_json::json;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +44,10 @@ struct Run {
     follows: usize,
     peak_backlog: u32,
     drain: Duration,
+    /// (seconds from the first follow's send to this one's, its latency in ms), in send order.
+    latencies: Vec<(f64, f64)>,
+    /// (seconds from the first follow's send, messages in the notification queue).
+    backlog: Vec<(f64, u32)>,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -98,27 +108,26 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
         );
     }
 
-    // The backlog, sampled while the load runs and drains.
+    // The backlog, sampled while the load runs and drains; time 0 is the first follow's send.
     let sqs = aws_sdk_sqs::Client::new(&sdk().await);
     let queue = queue_url(&cloud, "NotificationQueue");
-    let peak = Arc::new(Mutex::new(0u32));
+    let started = Instant::now();
+    let backlog = Arc::new(Mutex::new(Vec::<(f64, u32)>::new()));
     let sampling = {
-        let (sqs, queue, peak) = (sqs.clone(), queue.clone(), peak.clone());
+        let (sqs, queue, backlog) = (sqs.clone(), queue.clone(), backlog.clone());
         tokio::spawn(async move {
             loop {
                 let depth = queue_depth(&sqs, &queue).await;
-                {
-                    let mut peak = peak.lock().unwrap();
-                    *peak = (*peak).max(depth);
-                }
+                let at = started.elapsed().as_secs_f64();
+                backlog.lock().unwrap().push((at, depth));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         })
     };
+    let peak_of = |backlog: &[(f64, u32)]| backlog.iter().map(|(_, d)| *d).max().unwrap_or(0);
 
     // Open loop: one follow every 1/rate s, whatever the previous ones are doing.
     let interval = Duration::from_secs_f64(1.0 / rate);
-    let started = Instant::now();
     let mut tasks = Vec::new();
     for (i, fan) in fans.iter().enumerate() {
         tokio::time::sleep_until((started + interval * i as u32).into()).await;
@@ -129,25 +138,31 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
                 .call("PUT", &format!("/users/poster{}/follow", i % POSTERS), None)
                 .await;
             assert_eq!(status, 200, "{body}");
-            sent.elapsed().as_secs_f64() * 1000.0
+            (
+                sent.duration_since(started).as_secs_f64(),
+                sent.elapsed().as_secs_f64() * 1000.0,
+            )
         }));
     }
-    let mut latencies = Vec::new();
+    let mut series = Vec::new();
     for task in tasks {
-        latencies.push(task.await.unwrap());
+        series.push(task.await.unwrap());
     }
     let load_ended = Instant::now();
+    let mut latencies: Vec<f64> = series.iter().map(|(_, ms)| *ms).collect();
     latencies.sort_by(f64::total_cmp);
     if mode == Mode::ConsumerOff {
         sampling.abort();
-        let peak_backlog = *peak.lock().unwrap();
+        let backlog = std::mem::take(&mut *backlog.lock().unwrap());
         cloud.stop().await;
         return Run {
             p50_ms: percentile(&latencies, 50.0),
             p99_ms: percentile(&latencies, 99.0),
             follows,
-            peak_backlog,
+            peak_backlog: peak_of(&backlog),
             drain: Duration::ZERO,
+            latencies: series,
+            backlog,
         };
     }
 
@@ -183,15 +198,57 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
         assert_eq!(total, actors.len(), "poster{p}: a duplicated notification");
         assert_eq!(total, expected(p), "poster{p}: a lost notification");
     }
-    let peak_backlog = *peak.lock().unwrap();
+    let backlog = std::mem::take(&mut *backlog.lock().unwrap());
     cloud.stop().await;
     Run {
         p50_ms: percentile(&latencies, 50.0),
         p99_ms: percentile(&latencies, 99.0),
         follows,
-        peak_backlog,
+        peak_backlog: peak_of(&backlog),
         drain,
+        latencies: series,
+        backlog,
     }
+}
+
+/// Writes every run's raw series for `plot decoupling` to `$LOCAL_STATE/decoupling/series.json`
+/// (the state directory resolved as `support::report` does).
+fn write_series(rate: f64, seconds: f64, runs: &[(&str, &Run)]) {
+    let state = std::env::var("LOCAL_STATE").unwrap_or_else(|_| ".local/test".to_owned());
+    let state = PathBuf::from(state);
+    let dir = if state.is_absolute() {
+        state
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(state)
+    }
+    .join("decoupling");
+    std::fs::create_dir_all(&dir).expect("the decoupling series directory");
+    let runs: Vec<_> = runs
+        .iter()
+        .map(|(name, run)| {
+            json!({
+                "name": name,
+                "follows": run.follows,
+                "p50_ms": run.p50_ms,
+                "p99_ms": run.p99_ms,
+                "latencies": run.latencies,
+                "backlog": run.backlog,
+            })
+        })
+        .collect();
+    let series = json!({
+        "rate_per_second": rate,
+        "seconds": seconds,
+        "slow_write_ms": SLOW_WRITE.as_millis() as u64,
+        "runs": runs,
+    });
+    std::fs::write(
+        dir.join("series.json"),
+        serde_json::to_string(&series).unwrap(),
+    )
+    .expect("the decoupling series written");
 }
 
 #[tokio::test]
@@ -200,8 +257,20 @@ async fn a_slow_notification_store_never_slows_the_follow() {
     let seconds = knob("DECOUPLING_SECONDS", 3.0);
     let baseline = run(Mode::Baseline, rate, seconds).await;
     let slowed = run(Mode::Slowed, rate, seconds).await;
-    if std::env::var("DECOUPLING_CONTROL").as_deref() == Ok("1") {
-        let off = run(Mode::ConsumerOff, rate, seconds).await;
+    let control = if std::env::var("DECOUPLING_CONTROL").as_deref() == Ok("1") {
+        Some(run(Mode::ConsumerOff, rate, seconds).await)
+    } else {
+        None
+    };
+    let mut series = vec![
+        ("baseline", &baseline),
+        ("notification writes +500 ms", &slowed),
+    ];
+    if let Some(off) = &control {
+        series.push(("control: notification consumer off", off));
+    }
+    write_series(rate, seconds, &series);
+    if let Some(off) = &control {
         println!(
             "decoupling: control, notification consumer not running: {} follows at {rate}/s: \
              p50 {:.1} ms, p99 {:.1} ms (baseline p99 / control = {:.2}, slowed p99 / control = {:.2})",

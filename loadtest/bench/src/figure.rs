@@ -1,0 +1,268 @@
+//! The report's figure, an SVG beside it: every cold start per binary, and for part 2 each
+//! route's latency distribution, its p50 / p90 / p99 and its throughput as a share of
+//! hello-http's, the baselines among the functions.
+
+use crate::report::{Part2, Results, THROUGHPUT_RATIO_MIN};
+use crate::throughput::Throughput;
+use plot::{Legend, Panel, Series};
+
+/// The figure's panels; the ones part 2 fills only when it ran.
+pub fn panels(results: &Results) -> Vec<Panel> {
+    let mut panels = vec![cold_starts(results)];
+    if let Some(part2) = &results.part2 {
+        let routes = routes(part2);
+        if routes
+            .iter()
+            .any(|(_, t)| !t.report.distribution.is_empty())
+        {
+            panels.push(distributions(&routes));
+        }
+        panels.push(percentiles(&routes));
+        panels.push(shares(part2, &routes));
+    }
+    panels
+}
+
+pub fn title(results: &Results) -> String {
+    format!(
+        "Functions beside hello-world baselines ({}, {} cores)",
+        results.run.date, results.run.cores
+    )
+}
+
+/// Each binary's cold starts as dots on its row, the baselines on top.
+fn cold_starts(results: &Results) -> Panel {
+    let mut ordered: Vec<_> = results.part1.iter().collect();
+    ordered.sort_by_key(|c| (c.binary.starts_with("hello-"), std::cmp::Reverse(&c.binary)));
+    let mut points = Vec::new();
+    for (row, cold) in ordered.iter().enumerate() {
+        points.extend(cold.init_ms.iter().map(|ms| (*ms, row as f64)));
+    }
+    Panel {
+        y_categories: ordered.iter().map(|c| c.binary.clone()).collect(),
+        ..Panel::new(
+            format!(
+                "Cold start: spawn to first Runtime API poll, {} runs each",
+                results.run.runs
+            ),
+            "ms",
+            "",
+        )
+    }
+    .with(Series::dots("each cold start", points))
+}
+
+/// Part 2's rows, top to bottom: hello-http before, the functions, hello-http after.
+fn routes(part2: &Part2) -> Vec<(String, &Throughput)> {
+    let mut routes = vec![("hello-http (before)".to_owned(), &part2.hello[0])];
+    routes.extend(
+        part2
+            .rows
+            .iter()
+            .map(|row| (row.measured.binary.clone(), &row.measured)),
+    );
+    routes.push(("hello-http (after)".to_owned(), &part2.hello[1]));
+    routes
+}
+
+fn distributions(routes: &[(String, &Throughput)]) -> Panel {
+    let mut panel = Panel {
+        log_x: true,
+        legend: Legend::LowerRight,
+        ..Panel::new(
+            "Latency through the runner: share of requests answered within x ms",
+            "ms (log scale)",
+            "share of requests",
+        )
+    };
+    for (name, measured) in routes {
+        panel.series.push(Series::line(
+            name.clone(),
+            measured
+                .report
+                .distribution
+                .iter()
+                .map(|(share, ms)| (*ms, *share))
+                .collect(),
+        ));
+    }
+    panel
+}
+
+/// The rows of a category panel: bottom to top is the reverse of the table's order.
+fn rows(routes: &[(String, &Throughput)]) -> Vec<String> {
+    routes.iter().rev().map(|(name, _)| name.clone()).collect()
+}
+
+fn percentiles(routes: &[(String, &Throughput)]) -> Panel {
+    let at = |pick: fn(&Throughput) -> f64| {
+        routes
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(row, (_, measured))| (pick(measured), row as f64))
+            .collect()
+    };
+    Panel {
+        y_categories: rows(routes),
+        ..Panel::new("Latency through the runner: p50, p90, p99", "ms", "")
+    }
+    .with(Series::dots("p50", at(|t| t.report.p50_ms)))
+    .with(Series::dots("p90", at(|t| t.report.p90_ms)))
+    .with(Series::dots("p99", at(|t| t.report.p99_ms)))
+}
+
+fn shares(part2: &Part2, routes: &[(String, &Throughput)]) -> Panel {
+    let hello = (part2.hello[0].report.requests_per_second
+        + part2.hello[1].report.requests_per_second)
+        / 2.0;
+    let points = routes
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(row, (_, t))| (t.report.requests_per_second / hello, row as f64))
+        .collect();
+    let top = routes.len() as f64 - 0.5;
+    Panel {
+        y_categories: rows(routes),
+        ..Panel::new(
+            format!(
+                "Throughput as a share of hello-http's ({hello:.0} requests/s); \
+                 the line: the target, at least {THROUGHPUT_RATIO_MIN}"
+            ),
+            "requests/s ÷ hello-http's",
+            "",
+        )
+    }
+    .with(Series::dots("", points))
+    .with(Series::line(
+        "",
+        vec![(THROUGHPUT_RATIO_MIN, -0.5), (THROUGHPUT_RATIO_MIN, top)],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cold_start::ColdStart;
+    use crate::report::{Part2Row, RunInfo};
+    use crate::throughput::CpuPerRequest;
+    use loadgen::{LoadReport, LoadShape};
+    use std::time::Duration;
+
+    fn cold(binary: &str, init_ms: &[f64]) -> ColdStart {
+        ColdStart {
+            binary: binary.to_owned(),
+            init_ms: init_ms.to_vec(),
+            init_failures: 0,
+            size_bytes: 1 << 20,
+            stripped_bytes: None,
+            vm_hwm_kb: Some(4096),
+            invocations_ok: 2,
+            invocations_failed: 0,
+            first_error: None,
+        }
+    }
+
+    fn load(binary: &str, per_second: f64, p50_ms: f64) -> Throughput {
+        Throughput {
+            binary: binary.to_owned(),
+            route: "GET /x".to_owned(),
+            expected: 200,
+            report: LoadReport {
+                requests: 100,
+                requests_per_second: per_second,
+                p50_ms,
+                p90_ms: p50_ms * 1.5,
+                p99_ms: p50_ms * 2.0,
+                distribution: vec![(0.0, p50_ms / 2.0), (0.5, p50_ms), (1.0, p50_ms * 3.0)],
+                ..LoadReport::default()
+            },
+            vm_hwm_kb: None,
+            cpu: CpuPerRequest::default(),
+        }
+    }
+
+    fn results() -> Results {
+        Results {
+            run: RunInfo {
+                command: "loadtest/bench.sh functions --smoke".to_owned(),
+                command_line: String::new(),
+                cores: "2".to_owned(),
+                date: "2026-12-01 18:00 UTC".to_owned(),
+                runs: 2,
+                invocations: 2,
+                binaries_dir: "target/debug".to_owned(),
+                work_dir: ".local/bench-fn".to_owned(),
+                load_average: Vec::new(),
+            },
+            part1: vec![
+                cold("hello-runtime", &[1.5, 1.6]),
+                cold("follow", &[2.7, 2.9]),
+            ],
+            part2: Some(Part2 {
+                shape: LoadShape {
+                    concurrency: 2,
+                    requests: 100,
+                    duration: Duration::from_secs(5),
+                    warmup: 5,
+                },
+                instances: 1,
+                app_command: String::new(),
+                hello_command: String::new(),
+                hello: [
+                    load("hello-http", 1000.0, 3.0),
+                    load("hello-http", 900.0, 3.2),
+                ],
+                rows: vec![Part2Row {
+                    measured: load("follow", 160.0, 19.0),
+                    aws_calls: Default::default(),
+                }],
+            }),
+        }
+    }
+
+    #[test]
+    fn the_figure_shows_every_binary_and_route_beside_the_baselines() {
+        let results = results();
+        let panels = panels(&results);
+        assert_eq!(panels.len(), 4);
+        let svg = plot::svg(&title(&results), &panels).unwrap();
+        for text in [
+            "Cold start",
+            "hello-runtime",
+            "each cold start",
+            "share of requests answered within x ms",
+            "hello-http (before)",
+            "hello-http (after)",
+            "follow",
+            "p99",
+            "950 requests/s",
+            "the line: the target, at least 0.8",
+        ] {
+            assert!(svg.contains(text), "{text:?} missing");
+        }
+        // Four cold starts, three percentiles of three routes, three shares; a legend dot for
+        // the cold starts and each percentile (the shares' panel has none).
+        assert_eq!(svg.matches("<circle").count(), 4 + 9 + 3 + 1 + 3);
+        // follow's share of hello-http's 950 requests/s sits on its row.
+        let shares = &panels[3].series[0].points;
+        assert_eq!(panels[3].y_categories[1], "follow");
+        assert!((shares[1].0 - 160.0 / 950.0).abs() < 1e-9, "{shares:?}");
+    }
+
+    #[test]
+    fn a_report_saved_before_the_distributions_still_draws() {
+        let mut results = results();
+        let part2 = results.part2.as_mut().unwrap();
+        for t in part2
+            .hello
+            .iter_mut()
+            .chain(part2.rows.iter_mut().map(|r| &mut r.measured))
+        {
+            t.report.distribution.clear();
+        }
+        assert_eq!(panels(&results).len(), 3);
+        plot::svg(&title(&results), &panels(&results)).unwrap();
+    }
+}
