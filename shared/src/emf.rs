@@ -23,7 +23,7 @@
 //! | `Failed` | Count | | messages a consumer handed back for retry (or, past `maxReceiveCount`, the DLQ) |
 //! | `Applied` | Count | | effects applied once (notifications, follower counts, rejections, cancellations, marks read) |
 //! | `Duplicate` | Count | | effects found already applied: redeliveries, duplicates within a batch |
-//! | `Orders` | Count | `Outcome` | orders that became `CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID` |
+//! | `Orders` | Count | `Outcome` | orders that became `CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID`, `COD` |
 //! | `Published` | Count | | outbox events the relay put on a queue |
 //! | `PublishFailed` | Count | | outbox events the relay could not put (the stream retries them) |
 //! | `UnitsReleased` | Count | | reservations without an order released by reconciliation |
@@ -166,7 +166,7 @@ pub fn applied(applied: usize, duplicate: usize) {
     counter!(name::DUPLICATE).increment(duplicate as u64);
 }
 
-/// `n` orders reached `status` (`CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID`).
+/// `n` orders reached `status` (`CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID`, `COD`).
 pub fn orders(status: &'static str, n: usize) {
     if n > 0 {
         counter!(name::ORDERS, OUTCOME => status).increment(n as u64);

@@ -291,9 +291,9 @@ impl OrderStore for MemoryOrders {
         let mut orders = self.orders.lock().unwrap();
         match orders.get_mut(order_id) {
             Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
-                order.status = OrderStatus::Paid;
+                order.status = method.settles_to();
                 order.payment_method = Some(method);
-                order.paid_at = Some(at.to_owned());
+                order.paid_at = (order.status == OrderStatus::Paid).then(|| at.to_owned());
                 Ok(true)
             }
             _ => Ok(false),

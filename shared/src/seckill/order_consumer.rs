@@ -174,7 +174,7 @@ async fn materialize_sale(
             Ok(Some(order)) => match order.status {
                 OrderStatus::Confirmed => to_confirm.push(unit),
                 OrderStatus::Rejected => to_release.push((unit, order.user_id.to_string())),
-                OrderStatus::Paid | OrderStatus::Cancelled => {}
+                OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Cancelled => {}
             },
             Ok(None) => {
                 tracing::error!(order_id = %unit.marker, "an order that existed is gone");

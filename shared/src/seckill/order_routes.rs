@@ -96,7 +96,8 @@ struct PayBody {
     method: String,
 }
 
-/// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`.
+/// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`: a CONFIRMED order becomes PAID
+/// (online) or COD (kept for cash on delivery); a settled order answers as it is.
 pub async fn pay_order(
     store: &dyn OrderStore,
     request: Request,
@@ -114,11 +115,12 @@ pub async fn pay_order(
                 .await
                 .map_err(store_error)?
             {
-                emf::orders(OrderStatus::Paid.as_str(), 1);
+                let status = method.settles_to();
+                emf::orders(status.as_str(), 1);
                 Order {
-                    status: OrderStatus::Paid,
+                    status,
                     payment_method: Some(method),
-                    paid_at: Some(at),
+                    paid_at: (status == OrderStatus::Paid).then_some(at),
                     ..order
                 }
             } else {
@@ -129,7 +131,7 @@ pub async fn pay_order(
         _ => order,
     };
     match order.status {
-        OrderStatus::Paid => Ok(json(StatusCode::OK, &order)),
+        status if status.is_settled() => Ok(json(StatusCode::OK, &order)),
         status => Err(ApiError::conflict(
             "ORDER_NOT_PAYABLE",
             format!("the order is {}", status.as_str()),
@@ -309,7 +311,7 @@ mod tests {
 
     #[tokio::test]
     async fn paying_is_owner_only_idempotent_and_refused_for_cancelled_orders() {
-        let store = seeded(&[("o1", "alice"), ("o2", "alice")]).await;
+        let store = seeded(&[("o1", "alice"), ("o2", "alice"), ("o3", "alice")]).await;
         for body in [
             "",
             "{}",
@@ -322,12 +324,19 @@ mod tests {
             pay(&store, "eve", "o1", r#"{"method": "COD"}"#).await.0,
             404
         );
-        let (status, paid) = pay(&store, "alice", "o1", r#"{"method": "COD"}"#).await;
+        // Cash on delivery keeps the order, not paid yet; asking again changes nothing.
+        let (status, kept) = pay(&store, "alice", "o1", r#"{"method": "COD"}"#).await;
+        assert_eq!(status, 200);
+        assert_eq!(kept["status"], "COD");
+        assert_eq!(kept["paymentMethod"], "COD");
+        assert!(kept.get("paidAt").is_none(), "{kept}");
+        let (status, again) = pay(&store, "alice", "o1", r#"{"method": "ONLINE"}"#).await;
+        assert_eq!((status, &again), (200, &kept));
+        let (status, paid) = pay(&store, "alice", "o3", r#"{"method": "ONLINE"}"#).await;
         assert_eq!(status, 200);
         assert_eq!(paid["status"], "PAID");
-        assert_eq!(paid["paymentMethod"], "COD");
-        let (status, again) = pay(&store, "alice", "o1", r#"{"method": "ONLINE"}"#).await;
-        assert_eq!((status, &again), (200, &paid));
+        assert_eq!(paid["paymentMethod"], "ONLINE");
+        assert!(paid["paidAt"].is_string(), "{paid}");
 
         let reservations = MemoryReservations::default();
         let message = Message {

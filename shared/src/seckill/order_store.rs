@@ -336,17 +336,23 @@ impl OrderStore for DynamoOrderStore {
     ) -> Result<bool, OrderStoreError> {
         // The order is in the payment-timeout consumer's cancelling transaction: a write while
         // that one is in flight is refused for a moment, and retried.
+        let status = method.settles_to();
         let update = self
             .table
             .update_item(key(order_pk(order_id), ORDER_SK))
-            .update_expression("SET #status = :paid, paymentMethod = :method, paidAt = :at")
             .condition_expression("#status = :confirmed AND userId = :user")
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
+            .expression_attribute_values(":status", s(status.as_str()))
             .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
             .expression_attribute_values(":method", s(method.as_str()))
-            .expression_attribute_values(":at", s(at))
             .expression_attribute_values(":user", s(user.as_str()));
+        // Cash on delivery is not paid yet: no `paidAt`.
+        let update = match status {
+            OrderStatus::Paid => update
+                .update_expression("SET #status = :status, paymentMethod = :method, paidAt = :at")
+                .expression_attribute_values(":at", s(at)),
+            _ => update.update_expression("SET #status = :status, paymentMethod = :method"),
+        };
         let result = write_retrying(&Backoff::default(), "UpdateItem order paid", || {
             update.clone().send()
         })

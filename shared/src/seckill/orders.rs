@@ -37,6 +37,8 @@ pub enum OrderStatus {
     Confirmed,
     Rejected,
     Paid,
+    /// Kept for cash on delivery: settled, so its payment window no longer cancels it.
+    Cod,
     Cancelled,
 }
 
@@ -46,14 +48,26 @@ impl OrderStatus {
             Self::Confirmed => "CONFIRMED",
             Self::Rejected => "REJECTED",
             Self::Paid => "PAID",
+            Self::Cod => "COD",
             Self::Cancelled => "CANCELLED",
         }
     }
 
+    /// Paid, or kept for cash on delivery: the buyer keeps the units.
+    pub fn is_settled(self) -> bool {
+        matches!(self, Self::Paid | Self::Cod)
+    }
+
     pub fn parse(raw: &str) -> Option<Self> {
-        [Self::Confirmed, Self::Rejected, Self::Paid, Self::Cancelled]
-            .into_iter()
-            .find(|status| status.as_str() == raw)
+        [
+            Self::Confirmed,
+            Self::Rejected,
+            Self::Paid,
+            Self::Cod,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == raw)
     }
 }
 
@@ -70,6 +84,14 @@ impl PaymentMethod {
         match self {
             Self::Online => "ONLINE",
             Self::Cod => "COD",
+        }
+    }
+
+    /// What a CONFIRMED order becomes when its buyer pays this way.
+    pub fn settles_to(self) -> OrderStatus {
+        match self {
+            Self::Online => OrderStatus::Paid,
+            Self::Cod => OrderStatus::Cod,
         }
     }
 
@@ -250,7 +272,8 @@ pub trait OrderStore: Send + Sync {
         limit: PageLimit,
         cursor: Option<&Cursor>,
     ) -> Result<OrderPage, OrderStoreError>;
-    /// CONFIRMED → PAID if the order is `user`'s; `false` when that condition failed.
+    /// CONFIRMED → what `method` settles to (PAID, or COD with no `paidAt`) if the order is
+    /// `user`'s; `false` when that condition failed.
     async fn mark_paid(
         &self,
         order_id: &str,
@@ -401,7 +424,7 @@ mod tests {
 
     #[test]
     fn statuses_and_methods_round_trip() {
-        for status in ["CONFIRMED", "REJECTED", "PAID", "CANCELLED"] {
+        for status in ["CONFIRMED", "REJECTED", "PAID", "COD", "CANCELLED"] {
             assert_eq!(OrderStatus::parse(status).unwrap().as_str(), status);
         }
         assert_eq!(OrderStatus::parse("PENDING"), None);

@@ -67,7 +67,7 @@ pub async fn handle_batch(
         match order.status {
             OrderStatus::Confirmed => sales[index].to_cancel.push(unit),
             OrderStatus::Cancelled => sales[index].to_release.push(unit),
-            OrderStatus::Paid | OrderStatus::Rejected => {}
+            OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Rejected => {}
         }
     }
     for SaleWork {
@@ -209,19 +209,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_paid_order_and_an_unknown_one_are_left_alone() {
-        let (store, reservations) = confirmed(&[("o1", "a")]).await;
+    async fn paid_and_cash_on_delivery_orders_and_an_unknown_one_are_left_alone() {
+        let (store, reservations) = confirmed(&[("o1", "a"), ("o2", "a")]).await;
         let alice = UserId::parse("a").unwrap();
-        assert!(
-            store
-                .mark_paid("o1", &alice, PaymentMethod::Cod, "t")
-                .await
-                .unwrap()
-        );
-        let bodies = [due("o1", S1), due("nope", S1)];
+        for (order, method) in [("o1", PaymentMethod::Online), ("o2", PaymentMethod::Cod)] {
+            assert!(store.mark_paid(order, &alice, method, "t").await.unwrap());
+        }
+        let bodies = [due("o1", S1), due("o2", S1), due("nope", S1)];
         time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Paid));
-        assert_eq!(store.stock(S1), 9);
+        assert_eq!(store.status("o2"), Some(OrderStatus::Cod));
+        assert_eq!(store.stock(S1), 8);
         assert!(reservations.released_of(S1).is_empty());
     }
 }

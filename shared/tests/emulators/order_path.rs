@@ -388,7 +388,8 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     let world = World::new(5, 5).await;
     world.reserve("o1", "alice", 0).await;
     world.reserve("o2", "bob", 0).await;
-    let bodies = world.bodies(&[("o1", "alice"), ("o2", "bob")]);
+    world.reserve("o3", "carol", 0).await;
+    let bodies = world.bodies(&[("o1", "alice"), ("o2", "bob"), ("o3", "carol")]);
     world.consume(&bodies).await;
     let bob = UserId::parse("bob").unwrap();
     let at = "2026-11-30T18:00:00.000000Z";
@@ -396,15 +397,24 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     assert!(pay().await.unwrap());
     // A repeat is refused by the condition: it is PAID now.
     assert!(!pay().await.unwrap());
+    // Cash on delivery keeps the order too, and its window no longer cancels it.
+    let carol = UserId::parse("carol").unwrap();
+    let cod = world.store.mark_paid("o3", &carol, PaymentMethod::Cod, at);
+    assert!(cod.await.unwrap());
     let due = world.take_payment_due().await;
-    assert_eq!(due.len(), 2);
+    assert_eq!(due.len(), 3);
     for _ in 0..2 {
         world.time_out(&due).await;
     }
     world
-        .assert_statuses(&[("o1", "CANCELLED"), ("o2", "PAID")])
+        .assert_statuses(&[("o1", "CANCELLED"), ("o2", "PAID"), ("o3", "COD")])
         .await;
-    assert_eq!(world.stocks().await, (4, 4));
+    let kept = world.store.order("o3").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.payment_method, kept.paid_at),
+        (Some(PaymentMethod::Cod), None)
+    );
+    assert_eq!(world.stocks().await, (3, 3));
     assert_eq!(world.released().await, ["o1"]);
     assert_eq!(world.bought("alice").await, 0);
 }

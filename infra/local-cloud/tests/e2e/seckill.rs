@@ -281,7 +281,8 @@ async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
     assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 1);
     assert_eq!(dynamodb_stock(&cloud, &sale).await, 1);
 
-    // The unit is back: someone else buys it, pays in time, and keeps it.
+    // The unit is back: someone else buys it, chooses cash on delivery in time, and keeps it
+    // past the payment window.
     let (second, _) = crowd(&cloud, &sale, &buyers("quick", 1)).await;
     let (buyer, order) = second[0].clone();
     eventually(WAIT, "the second order is confirmed", || async {
@@ -296,11 +297,11 @@ async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["status"], "PAID");
+    assert_eq!(body["status"], "COD");
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(
         order_status(&cloud, &buyer, &order).await.as_deref(),
-        Some("PAID")
+        Some("COD")
     );
     assert_eq!(dynamodb_stock(&cloud, &sale).await, 0);
     cloud.stop().await;
