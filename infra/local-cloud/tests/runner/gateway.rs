@@ -135,6 +135,7 @@ async fn spawn_api_in(
             log_invocations,
             env_overrides: BTreeMap::new(),
             faults: Default::default(),
+            dashboard: Default::default(),
         },
     )
     .await
@@ -163,6 +164,7 @@ async fn spawn_api_in(
         listener,
         routes,
         SECRET.to_vec(),
+        Default::default(),
         async move {
             let _ = stopped.await;
         },
