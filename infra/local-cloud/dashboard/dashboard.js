@@ -90,7 +90,7 @@ function lineChart(figure, spec) {
   }
 
   const width = 640, height = 240;
-  const margin = { left: 60, right: 14, top: 12, bottom: 42 };
+  const margin = { left: 60, right: 30, top: 12, bottom: 42 };
   const innerW = width - margin.left - margin.right;
   const innerH = height - margin.top - margin.bottom;
   const from = spec.now - spec.window + 1;
