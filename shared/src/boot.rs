@@ -19,7 +19,7 @@ use crate::seckill::reservations::RedisReservations;
 use crate::seckill::sale_store::DynamoSaleStore;
 use crate::social::DynamoSocialStore;
 use crate::social::derived_store::DynamoDerivedStore;
-use crate::telemetry;
+use crate::{emf, telemetry};
 use aws_sdk_dynamodb::Client as DynamoClient;
 
 /// A function's cold start in progress.
@@ -30,9 +30,10 @@ pub struct Boot {
 }
 
 impl Boot {
-    /// Starts logging and reads the environment.
+    /// Starts logging and metrics and reads the environment.
     pub fn start() -> Self {
         telemetry::init();
+        emf::init();
         Self {
             env: Env::process(),
             sdk_config: OnceCell::new(),

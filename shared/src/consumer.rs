@@ -12,6 +12,11 @@ use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::fmt::Display;
 use std::future::Future;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::emf;
+use serde::Deserialize;
 
 /// One message of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,16 +94,49 @@ pub fn parse_each<E, Err: Display>(
 
 /// Runs an SQS consumer: `handler` gets each batch and returns the ids of the failed
 /// messages. It cannot fail as a whole; an infrastructure error fails the affected items.
+/// Each batch is measured ([`emf::batch`], [`emf::event_lag`] per message).
 pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_runtime::Error>
 where
     F: Fn(Vec<Message>) -> Fut,
     Fut: Future<Output = Vec<String>> + Send,
 {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        let failed = handler(messages(event.payload));
-        async move { Ok::<_, Infallible>(response(failed.await)) }
+        let messages = messages(event.payload);
+        let count = messages.len();
+        record_lags(messages.iter().map(|m| m.body.as_str()));
+        let failed = handler(messages);
+        emf::invocation(async move {
+            let response = response(failed.await);
+            emf::batch(count, response.batch_item_failures.len());
+            Ok::<_, Infallible>(response)
+        })
     }))
     .await
+}
+
+/// Records each event's lag: now minus its envelope's `occurredAt`. A body that is not an
+/// envelope has none (the handler refuses it).
+pub(crate) fn record_lags<'a>(bodies: impl Iterator<Item = &'a str>) {
+    let now = OffsetDateTime::now_utc();
+    for body in bodies {
+        if let Some(lag) = event_lag(body, now) {
+            emf::event_lag(lag);
+        }
+    }
+}
+
+/// How long before `now` the event in `body` happened; none when it has no readable
+/// `occurredAt`, zero when it is in the future (another machine's clock).
+fn event_lag(body: &str, now: OffsetDateTime) -> Option<std::time::Duration> {
+    /// Only the time is read; the rest of the envelope is skipped, not built.
+    #[derive(Deserialize)]
+    struct Stamp<'a> {
+        #[serde(rename = "occurredAt", borrow)]
+        occurred_at: &'a str,
+    }
+    let stamp: Stamp = serde_json::from_str(body).ok()?;
+    let at = OffsetDateTime::parse(stamp.occurred_at, &Rfc3339).ok()?;
+    Some((now - at).try_into().unwrap_or_default())
 }
 
 /// Runs `futures` concurrently on the current task and answers their outputs in order: a
@@ -125,6 +163,21 @@ mod tests {
         );
         let empty = serde_json::to_value(super::response(Vec::new())).unwrap();
         assert_eq!(empty, json!({"batchItemFailures": []}));
+    }
+
+    #[test]
+    fn the_event_lag_is_now_minus_the_envelopes_time() {
+        let now = OffsetDateTime::parse("2026-12-01T18:00:01.250Z", &Rfc3339).unwrap();
+        let body = r#"{"type":"UserFollowed","version":1,"id":"e","occurredAt":"2026-12-01T18:00:00.000000Z","payload":{}}"#;
+        assert_eq!(
+            event_lag(body, now),
+            Some(std::time::Duration::from_millis(1_250))
+        );
+        let ahead = r#"{"occurredAt":"2026-12-01T18:00:02Z"}"#;
+        assert_eq!(event_lag(ahead, now), Some(std::time::Duration::ZERO));
+        assert_eq!(event_lag("garbage", now), None);
+        assert_eq!(event_lag(r#"{"occurredAt":"yesterday"}"#, now), None);
+        assert_eq!(event_lag(r#"{"id":"no time"}"#, now), None);
     }
 
     #[test]

@@ -9,6 +9,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::convert::Infallible;
 use std::future::Future;
+use std::time::Instant;
+
+use crate::emf;
 
 /// An error answer: status, a stable machine-readable code and a message for people.
 #[derive(Debug)]
@@ -245,7 +248,7 @@ where
     Fut: Future<Output = Result<Response<Body>, ApiError>> + Send,
 {
     lambda_http::run(service_fn(move |request: Request| {
-        let answer = answer(&handler, request);
+        let answer = emf::invocation(answer(&handler, request));
         async move { Ok::<_, Infallible>(answer.await) }
     }))
     .await
@@ -257,7 +260,7 @@ where
 const REQUEST_IDS: [&str; 4] = ["caller", "target", "sale", "order"];
 
 /// One request: a body over [`MAX_BODY_BYTES`] is refused first, and an `Err` becomes its error
-/// response, so the runtime never sees a handler failure and a client never sees a bare
+/// response (counted with its outcome, [`emf::request`]), so the runtime never sees a handler failure and a client never sees a bare
 /// runtime error. All of it runs in one `request` span holding [`REQUEST_IDS`], so every line
 /// logged for the request, the failure's included, says whom it concerns.
 pub fn answer<F, Fut>(
@@ -276,13 +279,19 @@ where
         sale = tracing::field::Empty,
         order = tracing::field::Empty,
     );
+    let started = Instant::now();
     let answer = span.in_scope(|| refuse_large_body(&request).map(|()| handler(request)));
     async move {
         let answer = match answer {
             Ok(answer) => answer.await,
             Err(err) => Err(err),
         };
-        answer.unwrap_or_else(ApiError::into_response)
+        let (outcome, response) = match answer {
+            Ok(response) => ("OK", response),
+            Err(err) => (err.code(), err.into_response()),
+        };
+        emf::request(outcome, started.elapsed());
+        response
     }
     .instrument(span)
 }

@@ -14,6 +14,8 @@
 //! - [`cloud`] (adapter): the one `SdkConfig`, the clients derived from it and the Redis
 //!   connection.
 //! - [`telemetry`] (boundary): logging, JSON in Lambda.
+//! - [`emf`] (boundary): the functions' own metrics, as CloudWatch Embedded Metric Format
+//!   lines written once per invocation; the table of every metric.
 //! - [`auth`] (boundary): who is calling, from the JWT authorizer's verified claims.
 //! - [`admin_mfa`] (domain, port, adapter): the Cognito trigger that keeps `admin` out of
 //!   tokens without MFA.
@@ -48,6 +50,7 @@ pub mod config;
 pub mod consumer;
 pub mod cursor;
 pub mod dynamo;
+pub mod emf;
 pub mod events;
 pub mod http;
 pub mod ids;

@@ -14,6 +14,8 @@
 //! limits itself.
 
 use async_trait::async_trait;
+
+use crate::emf;
 use futures_util::future::BoxFuture;
 
 /// One effect, identified by its marker; `messages` are the queue messages that carry it
@@ -184,15 +186,29 @@ pub async fn apply_groups<K, P: Sync, C: Commit<P>>(
     outcomes.iter().flat_map(Outcome::failed_messages).collect()
 }
 
-/// Applies `units` through `store`, at most [`Commit::max_units`] per transaction.
+/// Applies `units` through `store`, at most [`Commit::max_units`] per transaction; counts
+/// the applied and the duplicates (already applied, or the same marker twice in `units`) as
+/// [`emf::applied`].
 pub async fn apply_once<P: Sync>(units: Vec<Unit<P>>, store: &dyn Commit<P>) -> Outcome<P> {
+    let given = units.len();
+    let outcome = apply_merged(merge(units), store).await;
+    let merged =
+        given - outcome.applied.len() - outcome.already_applied.len() - outcome.failed.len();
+    emf::applied(
+        outcome.applied.len(),
+        outcome.already_applied.len() + merged,
+    );
+    outcome
+}
+
+/// [`apply_once`] of units with distinct markers.
+async fn apply_merged<P: Sync>(mut rest: Vec<Unit<P>>, store: &dyn Commit<P>) -> Outcome<P> {
     let max_per_commit = store.max_units();
     let mut outcome = Outcome {
         applied: Vec::new(),
         already_applied: Vec::new(),
         failed: Vec::new(),
     };
-    let mut rest = merge(units);
     while !rest.is_empty() {
         let tail = rest.split_off(rest.len().min(max_per_commit.max(1)));
         let mut chunk = std::mem::replace(&mut rest, tail);

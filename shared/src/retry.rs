@@ -136,6 +136,7 @@ where
                     return Err(error);
                 }
                 tracing::info!(what, reason, attempt = n, "refused for now; retrying");
+                crate::emf::retried(reason);
                 backoff.pause_with(n, &mut sleep).await;
                 n += 1;
             }

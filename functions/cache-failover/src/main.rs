@@ -28,16 +28,18 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         reservations: &reservations,
     };
     let group = group.as_str();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SnsEvent>| async move {
-        let events = event
-            .payload
-            .records
-            .iter()
-            .flat_map(|record| CacheEvent::parse(&record.sns.message))
-            .collect();
-        let now_ms = app::clock::now_epoch_ms();
-        let recovery = failover::recover(deps, group, events, grace, now_ms).await?;
-        Ok::<_, lambda_runtime::Error>(serde_json::to_value(recovery)?)
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SnsEvent>| {
+        app::emf::invocation(async move {
+            let events = event
+                .payload
+                .records
+                .iter()
+                .flat_map(|record| CacheEvent::parse(&record.sns.message))
+                .collect();
+            let now_ms = app::clock::now_epoch_ms();
+            let recovery = failover::recover(deps, group, events, grace, now_ms).await?;
+            Ok::<_, lambda_runtime::Error>(serde_json::to_value(recovery)?)
+        })
     }))
     .await
 }

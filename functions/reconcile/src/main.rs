@@ -12,12 +12,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let store = boot.order_store().await;
     let reservations = boot.reservations().await;
     let (store, reservations) = (&store, &reservations);
-    lambda_runtime::run(service_fn(
-        move |_: LambdaEvent<serde_json::Value>| async move {
+    lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+        app::emf::invocation(async move {
             let now_ms = app::clock::now_epoch_ms();
             let summary = reconcile::reconcile(store, reservations, grace, now_ms).await?;
             Ok::<_, lambda_runtime::Error>(serde_json::to_value(summary)?)
-        },
-    ))
+        })
+    }))
     .await
 }

@@ -38,6 +38,7 @@ use super::orders::{
     parse_order_placed,
 };
 use crate::consumer::{Message, parse_each};
+use crate::emf;
 use crate::events::PaymentDue;
 use crate::ids::UserId;
 use crate::once::{Through, Unit, apply_once, merge};
@@ -153,6 +154,7 @@ async fn materialize_sale(
         let outcome = apply_once(to_reject, &rejects).await;
         sorted.failed.extend(outcome.failed_messages());
         sorted.rejected = outcome.applied;
+        emf::orders(OrderStatus::Rejected.as_str(), sorted.rejected.len());
         sorted.existing.extend(outcome.already_applied);
     }
 
@@ -165,6 +167,7 @@ async fn materialize_sale(
             (unit, user)
         })
         .collect();
+    emf::orders(OrderStatus::Confirmed.as_str(), sorted.confirmed.len());
     let mut to_confirm = sorted.confirmed;
     for unit in sorted.existing {
         match deps.store.order(&unit.marker).await {

@@ -10,6 +10,7 @@ use super::orders::{
     Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, PendingOrders, find_order,
 };
 use crate::auth::Caller;
+use crate::emf;
 use crate::http::{ApiError, json, parse_body, path_parameter, record_id};
 use crate::ids::{UserId, valid_id};
 use lambda_http::http::StatusCode;
@@ -113,6 +114,7 @@ pub async fn pay_order(
                 .await
                 .map_err(store_error)?
             {
+                emf::orders(OrderStatus::Paid.as_str(), 1);
                 Order {
                     status: OrderStatus::Paid,
                     payment_method: Some(method),

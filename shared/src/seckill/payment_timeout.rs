@@ -11,6 +11,7 @@
 
 use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
+use crate::emf;
 use crate::once::{Through, Unit, apply_once, merge};
 
 /// One sale's orders in a batch (marker = order id, payload = its holder): those to cancel,
@@ -84,6 +85,7 @@ pub async fn handle_batch(
             };
             let outcome = apply_once(to_cancel, &cancels).await;
             failed.extend(outcome.failed_messages());
+            emf::orders(OrderStatus::Cancelled.as_str(), outcome.applied.len());
             to_release.extend(outcome.applied);
             // Paid or cancelled since we read them: the payer keeps the unit, and whoever
             // cancelled releases it.

@@ -196,6 +196,12 @@ async fn reconcile_sale(
         capped = report.capped,
         "sale reconciled"
     );
+    let drift = report.redis_stock.zip(report.dynamo_stock_remaining);
+    crate::emf::reconciled(
+        report.released,
+        u64::try_from(report.capped).unwrap_or(0),
+        drift.map(|(redis, dynamo)| redis - dynamo),
+    );
     Ok(report)
 }
 

@@ -11,6 +11,8 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::emf;
 use std::collections::HashMap;
 use std::convert::Infallible;
 
@@ -87,6 +89,7 @@ pub async fn relay(event: &StreamEvent, sinks: &[&dyn EventSink]) -> Vec<String>
         }
     }
     let texts: Vec<&str> = bodies.iter().map(|(_, body)| *body).collect();
+    crate::consumer::record_lags(texts.iter().copied());
     let mut first_failed: Option<usize> = None;
     for sink in sinks {
         if let Err(err) = sink.send_all(&texts).await {
@@ -94,6 +97,8 @@ pub async fn relay(event: &StreamEvent, sinks: &[&dyn EventSink]) -> Vec<String>
             first_failed = Some(first_failed.map_or(err.first_failed, |f| f.min(err.first_failed)));
         }
     }
+    let relayed = first_failed.unwrap_or(texts.len()).min(texts.len());
+    emf::relayed(relayed, texts.len() - relayed);
     let Some(first) = first_failed
         .and_then(|i| bodies.get(i))
         .map(|(index, _)| *index)
@@ -119,8 +124,10 @@ pub fn response(failed: Vec<String>) -> DynamoDbEventResponse {
 
 /// Runs the relay function.
 pub async fn run(sinks: &[&dyn EventSink]) -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::run(service_fn(|event: LambdaEvent<StreamEvent>| async move {
-        Ok::<_, Infallible>(response(relay(&event.payload, sinks).await))
+    lambda_runtime::run(service_fn(|event: LambdaEvent<StreamEvent>| {
+        emf::invocation(
+            async move { Ok::<_, Infallible>(response(relay(&event.payload, sinks).await)) },
+        )
     }))
     .await
 }

@@ -3,6 +3,7 @@
 //! it lays out the three sections the seeds watch, and its URL is an output.
 
 use crate::support::{entries, yaml};
+use app::emf;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use yaml_serde::Value;
@@ -91,7 +92,9 @@ fn the_widgets_fit_the_grid_and_every_chart_has_a_title_and_metrics() {
             for metric in metrics {
                 let first = &metric[0];
                 assert!(
-                    first.as_str().is_some_and(|ns| ns.starts_with("AWS/"))
+                    first
+                        .as_str()
+                        .is_some_and(|ns| ns.starts_with("AWS/") || ns == emf::NAMESPACE)
                         || first["expression"].is_string(),
                     "{metric}"
                 );
@@ -152,4 +155,77 @@ fn its_url_is_an_output() {
         text.starts_with("https://${AWS::Region}.console."),
         "{text}"
     );
+}
+
+/// Every metric the functions write (`app::emf`), by name.
+const APP_METRICS: [&str; 14] = [
+    emf::name::REQUESTS,
+    emf::name::LATENCY,
+    emf::name::BATCH_SIZE,
+    emf::name::EVENT_LAG,
+    emf::name::FAILED,
+    emf::name::APPLIED,
+    emf::name::DUPLICATE,
+    emf::name::ORDERS,
+    emf::name::PUBLISHED,
+    emf::name::PUBLISH_FAILED,
+    emf::name::UNITS_RELEASED,
+    emf::name::STOCK_CAPPED,
+    emf::name::STOCK_DRIFT,
+    emf::name::RETRIES,
+];
+
+#[test]
+fn the_functions_metrics_it_shows_are_ones_they_write_with_their_dimensions() {
+    let (_, body) = dashboard();
+    let dimensions = [emf::FUNCTION_NAME, emf::OUTCOME, emf::REASON];
+    let mut shown = BTreeSet::new();
+    for widget in body["widgets"].as_array().unwrap() {
+        for metric in widget["properties"]["metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let row = metric.as_array().unwrap();
+            if row[0] == emf::NAMESPACE {
+                let name = row[1].as_str().unwrap();
+                assert!(APP_METRICS.contains(&name), "no function writes {name}");
+                // Name/value pairs after the metric's name, up to its options.
+                let pairs: Vec<&str> = row[2..].iter().filter_map(Json::as_str).collect();
+                for pair in pairs.chunks(2) {
+                    assert!(
+                        dimensions.contains(&pair[0]),
+                        "dimension {}: {metric}",
+                        pair[0]
+                    );
+                }
+                assert_eq!(pairs[0], emf::FUNCTION_NAME, "{metric}");
+                shown.insert(name.to_owned());
+            } else if let Some(expression) = row[0]["expression"].as_str()
+                && expression.contains(&format!("{{{},", emf::NAMESPACE))
+            {
+                let name = expression
+                    .split("MetricName=\"")
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .unwrap_or_else(|| panic!("a search without a metric name: {expression}"));
+                assert!(APP_METRICS.contains(&name), "no function writes {name}");
+                shown.insert(name.to_owned());
+            }
+        }
+    }
+    // The seeds' signals from the functions themselves: outcomes and elapsed time, lag,
+    // consumer throughput, admissions, orders, stock drift, conflicts.
+    for watched in [
+        emf::name::REQUESTS,
+        emf::name::LATENCY,
+        emf::name::EVENT_LAG,
+        emf::name::APPLIED,
+        emf::name::FAILED,
+        emf::name::ORDERS,
+        emf::name::STOCK_DRIFT,
+        emf::name::RETRIES,
+    ] {
+        assert!(shown.contains(watched), "the dashboard shows no {watched}");
+    }
 }

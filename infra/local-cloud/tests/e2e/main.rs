@@ -12,6 +12,7 @@ mod decoupling;
 mod follow;
 mod hostile;
 mod hot_keys;
+mod metrics;
 mod redis_loss;
 mod reliability;
 mod seckill;

@@ -144,10 +144,15 @@ impl Api {
     }
 
     fn with_groups(cloud: &LocalCloud, user: Option<&str>, groups: &[String]) -> Self {
-        let token = user.map(|sub| token_of(sub, groups));
+        Self::at(&format!("http://{}", cloud.address), user, groups)
+    }
+
+    /// The API at `base` (e.g. a runner of its own, `http://127.0.0.1:PORT`) as `user` in
+    /// `groups`.
+    pub fn at(base: &str, user: Option<&str>, groups: &[String]) -> Self {
         Self {
-            base: format!("http://{}", cloud.address),
-            token,
+            base: base.to_owned(),
+            token: user.map(|sub| token_of(sub, groups)),
             client: Client::builder(TokioExecutor::new()).build_http(),
         }
     }
