@@ -44,7 +44,8 @@ async fn local_paths_are_the_runners_not_the_apis() {
 
 /// A few profile writes and reads and a follow, then the page: its panels are there, the
 /// function table counts exactly the requests sent, the invocation chart of the function
-/// called has a point above zero, its duration percentiles are drawn, the queues are sampled.
+/// called has a point above zero, its duration percentiles are drawn, the queues are sampled,
+/// the stream lag is drawn, and the functions' own metric lines have charts.
 #[tokio::test]
 async fn the_dashboard_shows_the_traffic_just_sent() {
     const PROFILES: usize = 3;
@@ -63,7 +64,7 @@ async fn the_dashboard_shows_the_traffic_just_sent() {
     alice.follow("bob").await;
 
     let state = support::state_dir("dashboard");
-    let browser = Browser::start(&state, 1400, 3000).await;
+    let browser = Browser::start(&state, 1400, 4200).await;
     let checked = check_page(
         &browser,
         &cloud,
@@ -191,6 +192,25 @@ async fn check_page(
     })
     .await;
     anyhow::ensure!(lines.is_some(), "the stream lag chart has no line");
+
+    // The functions' own metric lines (EMF, whatever their names): a chart each, with a line.
+    let charts = until(Duration::from_secs(10), || async {
+        let mut drawn = 0;
+        for chart in client
+            .find_all(Locator::Css("#metric-charts figure svg"))
+            .await
+            .ok()?
+        {
+            let series = chart.attr("data-series-count").await.ok().flatten();
+            drawn += usize::from(series.is_some_and(|count| count != "0"));
+        }
+        (drawn > 0).then_some(drawn)
+    })
+    .await;
+    anyhow::ensure!(
+        charts.is_some(),
+        "no chart of the functions' own metrics has a line"
+    );
     Ok(())
 }
 
