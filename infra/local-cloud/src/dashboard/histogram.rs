@@ -1,6 +1,6 @@
 //! Log-scaled histograms: a value's bucket is a quarter of an octave wide, so a percentile
-//! read from the buckets is within about 10% of the true one, in fixed memory and with no
-//! sorting. The observed minimum and maximum bound every answer and are the answers at the
+//! read from the buckets (interpolated within its bucket) is within about 10% of the true
+//! one, in fixed memory and with no sorting. The observed minimum and maximum bound every answer and are the answers at the
 //! extremes, so a single value (or identical values) comes back exact.
 
 /// Buckets per doubling of the value.
@@ -15,13 +15,14 @@ pub(crate) fn bucket(value: f64) -> i32 {
     }
 }
 
-/// The value a bucket stands for: the geometric middle of its range.
-fn middle(bucket: i32) -> f64 {
+/// The value of the `within`-th (from 0) of the `of` values in a bucket, assuming they are
+/// spread evenly (geometrically) across its range.
+fn interpolate(bucket: i32, within: u64, of: u64) -> f64 {
     if bucket == i32::MIN {
-        0.0
-    } else {
-        ((f64::from(bucket) + 0.5) / PER_OCTAVE).exp2()
+        return 0.0;
     }
+    let fraction = (within as f64 + 0.5) / of as f64;
+    ((f64::from(bucket) + fraction) / PER_OCTAVE).exp2()
 }
 
 /// The `q` quantile (0..=1) of `count` values whose buckets and counts, in increasing bucket
@@ -46,10 +47,10 @@ pub(crate) fn quantile(
     }
     let mut seen = 0;
     for (bucket, n) in buckets {
-        seen += n;
-        if seen >= rank {
-            return middle(bucket).clamp(min, max);
+        if seen + n >= rank {
+            return interpolate(bucket, rank - seen - 1, n).clamp(min, max);
         }
+        seen += n;
     }
     max
 }
