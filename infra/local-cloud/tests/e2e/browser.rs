@@ -21,23 +21,23 @@ pub struct Browser {
     profile: PathBuf,
 }
 
-/// `name` on PATH, or the program an environment variable names.
+/// The program an environment variable names, or `name` on PATH.
 fn program(variable: &str, name: &str) -> PathBuf {
-    if let Some(path) = std::env::var_os(variable) {
-        return PathBuf::from(path);
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "{name} is not installed: the browser tests need Debian's chromium and \
+    let found = match std::env::var_os(variable) {
+        Some(path) => Some(PathBuf::from(path)).filter(|path| path.is_file()),
+        None => std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file()),
+    };
+    found.unwrap_or_else(|| {
+        panic!(
+            "{name} is not installed: the browser tests need Debian's chromium and \
                  chromium-driver. Run infra/browser.sh (make test does, through \
                  infra/run-with-emulators.sh), or point {variable} at the program."
-            )
-        })
+        )
+    })
 }
 
 impl Browser {
