@@ -27,6 +27,10 @@ trap stop_ours EXIT
 
 "$here/emulators/start.sh"
 
+# The browser tests (the live dashboard's) need Debian's chromium and chromedriver, installed
+# on first use. Without them only those tests fail, and they say why.
+"$here/browser.sh" || echo "run-with-emulators.sh: no chromium; the browser tests will fail" >&2
+
 # The endpoints become the environment of the command, exactly as a function would get them.
 while IFS='=' read -r name value; do
     [[ -n $name && $name != \#* ]] && export "$name=$value"

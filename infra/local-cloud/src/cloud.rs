@@ -1,6 +1,7 @@
 //! The whole local cloud: resolve the template, provision, start the functions, the HTTP API
 //! and the event sources; and stop all of it.
 
+use crate::dashboard::Dashboard;
 use crate::faults::{FaultPlan, Faults, proxy};
 use crate::gateway::{self, Route};
 use crate::model::{EventSpec, Model};
@@ -73,6 +74,8 @@ pub struct LocalCloud {
     pub faults: Arc<Faults>,
     /// Kept alive while the cloud runs.
     _proxies: Vec<proxy::Proxy>,
+    /// The dashboard's queue sampler, stopped with the cloud.
+    _sample_queues: AbortOnDrop,
     runtime: Runtime,
     sources: Sources,
     gateway: JoinHandle<anyhow::Result<()>>,
@@ -129,6 +132,7 @@ pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceC
         region,
         account_id: options.account_id.clone(),
         faults: Arc::new(Faults::default()),
+        dashboard: Arc::new(Dashboard::default()),
     };
     crate::provision::provision(&model, &context.dynamodb, &context.sqs)
         .await
@@ -182,6 +186,7 @@ impl LocalCloud {
                 log_invocations: options.log_invocations,
                 env_overrides,
                 faults: faults.clone(),
+                dashboard: context.dashboard.clone(),
             },
         )
         .await
@@ -230,16 +235,19 @@ impl LocalCloud {
             listener,
             routes,
             options.jwt_secret.clone(),
+            context.dashboard.clone(),
             async move {
                 let _ = stopped.await;
             },
         ));
         let sources = Sources::start(&subscribers, &context);
+        let sample_queues = context.dashboard.sample_queues(&model, context.sqs.clone());
         Ok(Self {
             address,
             model,
             faults,
             _proxies: proxies,
+            _sample_queues: AbortOnDrop(sample_queues),
             runtime,
             sources,
             gateway,
@@ -328,4 +336,13 @@ async fn start_proxies(
         overrides.insert(function.name.clone(), env);
     }
     Ok((proxies, overrides))
+}
+
+/// Aborts a background task when the cloud is dropped or stopped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -11,6 +11,7 @@
 //!   invokes it, one invocation at a time per instance.
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
+//! - [`dashboard`]: the live dashboard at `/_local/dashboard` and what it records.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
 //! - `loopback`: the plain HTTP server of every local endpoint (the HTTP API, Runtime APIs,
@@ -21,6 +22,7 @@
 
 pub mod check;
 pub mod cloud;
+pub mod dashboard;
 pub mod faults;
 pub mod gateway;
 pub mod jwt;

@@ -313,6 +313,10 @@ async fn main() -> anyhow::Result<()> {
             let functions = cloud.model.functions.len();
             println!("{functions} functions running; Ctrl-C stops everything");
             println!("local cloud ready on http://{}", cloud.address);
+            println!(
+                "live dashboard on http://{}/_local/dashboard",
+                cloud.address
+            );
             shutdown_signal().await?;
             println!("stopping");
             cloud.stop().await;

@@ -14,6 +14,7 @@ mod response;
 mod router;
 mod throttle;
 
+use crate::dashboard::{self, Dashboard};
 use crate::jwt;
 use crate::loopback::Peer;
 use crate::model::HttpRoute;
@@ -54,17 +55,19 @@ pub struct Route {
 }
 
 /// Serves the HTTP API on `listener` until `shutdown` resolves, then lets the requests in
-/// flight finish (for a few seconds at most).
+/// flight finish (for a few seconds at most). Paths under `/_local/` are the runner's own
+/// tools, `dashboard`'s, whatever the routes.
 pub async fn serve(
     listener: TcpListener,
     routes: Vec<Route>,
     jwt_secret: Vec<u8>,
+    dashboard: Arc<Dashboard>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let local = listener
         .local_addr()
         .context("the HTTP API listener has no address")?;
-    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local)?);
+    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local, dashboard)?);
     crate::loopback::serve_until(
         listener,
         gateway,
@@ -102,10 +105,16 @@ struct Gateway {
     targets: Vec<Target>,
     secret: Vec<u8>,
     local: SocketAddr,
+    dashboard: Arc<Dashboard>,
 }
 
 impl Gateway {
-    fn new(routes: Vec<Route>, secret: Vec<u8>, local: SocketAddr) -> anyhow::Result<Self> {
+    fn new(
+        routes: Vec<Route>,
+        secret: Vec<u8>,
+        local: SocketAddr,
+        dashboard: Arc<Dashboard>,
+    ) -> anyhow::Result<Self> {
         let router = router::Router::new(
             routes
                 .iter()
@@ -140,6 +149,7 @@ impl Gateway {
             targets,
             secret,
             local,
+            dashboard,
         })
     }
 
@@ -159,6 +169,10 @@ impl Gateway {
         request_id: &str,
     ) -> HttpResponse {
         let (parts, body) = request.into_parts();
+        // Before routing: no route, not even `$default` or `/{proxy+}`, takes these.
+        if dashboard::is_local(parts.uri.path()) {
+            return self.dashboard.respond(&parts.method, parts.uri.path());
+        }
         let Some(matched) = self.router.find(&parts.method, parts.uri.path()) else {
             return response::not_found();
         };
@@ -170,6 +184,7 @@ impl Gateway {
             .as_ref()
             .is_some_and(|bucket| !bucket.admit(Instant::now()))
         {
+            target.function.throttled();
             return response::too_many_requests();
         }
         let claims = match &target.identity {

@@ -1,6 +1,10 @@
 //! The runner's console: what the functions print, prefixed with `[Function#n]`, and one line
 //! per invocation, all through one buffer that a thread of its own writes to stdout.
 //!
+//! A function's stdout also goes, line by line, to the dashboard, which keeps the metrics of
+//! its CloudWatch Embedded Metric Format lines; the lines are printed all the same, as in the
+//! cloud they are log lines too.
+//!
 //! Writers only append under a short lock (one per line, or one per read of a function's
 //! pipe), never block on the terminal: under load a slow terminal or pipe must not slow the
 //! invocations down. The writer thread flushes every few milliseconds.
@@ -112,12 +116,31 @@ impl Console {
     }
 }
 
-/// Copies a function's stdout or stderr to the console, each line after `prefix`, until EOF.
-pub(crate) async fn pump(mut from: impl AsyncRead + Unpin, prefix: std::sync::Arc<[u8]>) {
+/// Where the lines of a function's stdout go besides the console: the dashboard's metrics.
+pub(crate) struct MetricLines {
+    pub(crate) dashboard: std::sync::Arc<crate::dashboard::Dashboard>,
+    pub(crate) function: Box<str>,
+}
+
+impl MetricLines {
+    fn line(&self, line: &[u8]) {
+        self.dashboard.function_line(&self.function, line);
+    }
+}
+
+/// Copies a function's stdout or stderr to the console, each line after `prefix`, until EOF;
+/// and each line to `metrics`, if any.
+pub(crate) async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    prefix: std::sync::Arc<[u8]>,
+    metrics: Option<MetricLines>,
+) {
     let console = console();
     let mut chunk = vec![0u8; 16 * 1024];
     // The start of a line that the last read cut.
     let mut partial: Vec<u8> = Vec::new();
+    // The first line of a read joined to that start, for the metrics.
+    let mut joined: Vec<u8> = Vec::new();
     loop {
         let read = match from.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
@@ -136,6 +159,19 @@ pub(crate) async fn pump(mut from: impl AsyncRead + Unpin, prefix: std::sync::Ar
                         out.push(b'\n');
                     }
                 });
+                // Outside the console's lock: parsing a metric line takes a while.
+                if let Some(metrics) = &metrics {
+                    for (i, line) in chunk[..last].split(|&b| b == b'\n').enumerate() {
+                        if i == 0 && !partial.is_empty() {
+                            joined.clear();
+                            joined.extend_from_slice(&partial);
+                            joined.extend_from_slice(line);
+                            metrics.line(&joined);
+                        } else {
+                            metrics.line(line);
+                        }
+                    }
+                }
                 partial.clear();
                 partial.extend_from_slice(&chunk[last + 1..]);
             }
@@ -143,11 +179,17 @@ pub(crate) async fn pump(mut from: impl AsyncRead + Unpin, prefix: std::sync::Ar
         }
         if partial.len() >= MAX_LINE {
             console.append(|out| line(out, &prefix, &partial));
+            if let Some(metrics) = &metrics {
+                metrics.line(&partial);
+            }
             partial.clear();
         }
     }
     if !partial.is_empty() {
         console.append(|out| line(out, &prefix, &partial));
+        if let Some(metrics) = &metrics {
+            metrics.line(&partial);
+        }
     }
 }
 

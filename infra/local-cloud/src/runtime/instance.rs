@@ -143,10 +143,15 @@ async fn run_process(
         }
     };
     if let Some(stdout) = child.stdout.take() {
-        tokio::spawn(console::pump(stdout, spec.prefix.clone()));
+        // EMF lines go to stdout, as in Lambda, where CloudWatch Logs reads them.
+        let metrics = console::MetricLines {
+            dashboard: spec.function.dashboard.clone(),
+            function: spec.function.name.clone(),
+        };
+        tokio::spawn(console::pump(stdout, spec.prefix.clone(), Some(metrics)));
     }
     if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(console::pump(stderr, spec.prefix.clone()));
+        tokio::spawn(console::pump(stderr, spec.prefix.clone(), None));
     }
 
     let init_timeout = tokio::time::sleep(INIT_TIMEOUT);

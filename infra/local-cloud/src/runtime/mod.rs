@@ -15,6 +15,7 @@ mod console;
 pub(crate) mod ids;
 mod instance;
 
+use crate::dashboard::{Dashboard, FunctionStats, Outcome, now_second};
 use crate::faults::Faults;
 use crate::model::FunctionSpec;
 use anyhow::{Context as _, bail};
@@ -54,6 +55,8 @@ pub struct RuntimeOptions {
     pub env_overrides: BTreeMap<String, BTreeMap<String, String>>,
     /// The live fault switches; the runtime consults the crash switch.
     pub faults: Arc<Faults>,
+    /// Where every invocation and every metric line the functions print is recorded.
+    pub dashboard: Arc<Dashboard>,
 }
 
 /// Why an invocation has no response.
@@ -97,6 +100,10 @@ pub(crate) struct FunctionShared {
     log_invocations: bool,
     invocations: AtomicU64,
     pub(crate) faults: Arc<Faults>,
+    /// The dashboard's counts of this function.
+    stats: Arc<FunctionStats>,
+    /// Reads the EMF lines of its output.
+    pub(crate) dashboard: Arc<Dashboard>,
 }
 
 impl FunctionShared {
@@ -183,6 +190,8 @@ impl Runtime {
                 log_invocations: options.log_invocations,
                 invocations: AtomicU64::new(0),
                 faults: options.faults.clone(),
+                stats: options.dashboard.function(&spec.name),
+                dashboard: options.dashboard.clone(),
             });
             let env = Arc::new(function_env(spec, &options, &inherited, region, &task_root));
             for index in 1..=instances {
@@ -326,10 +335,21 @@ impl FunctionHandle {
             )),
         };
         self.shared.invocations.fetch_add(1, Ordering::Relaxed);
+        let elapsed = started.elapsed();
+        let outcome = match result {
+            Ok(_) => Outcome::Ok,
+            Err(_) => Outcome::Error,
+        };
+        self.shared.stats.invoked(now_second(), elapsed, outcome);
         if self.shared.log_invocations {
-            log_invocation(&self.shared.name, trigger, started.elapsed(), &result);
+            log_invocation(&self.shared.name, trigger, elapsed, &result);
         }
         result
+    }
+
+    /// A request for it that its route's throttling turned away (the dashboard counts them).
+    pub(crate) fn throttled(&self) {
+        self.shared.stats.throttled(now_second());
     }
 }
 

@@ -26,6 +26,8 @@ pub struct SourceContext {
     pub account_id: String,
     /// The live fault switches (duplicate SQS delivery).
     pub faults: std::sync::Arc<crate::faults::Faults>,
+    /// Where the stream pollers record the age of what they hand over.
+    pub dashboard: std::sync::Arc<crate::dashboard::Dashboard>,
 }
 
 /// A function with the events that drive it, and how many instances it runs.

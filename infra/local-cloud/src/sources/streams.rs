@@ -6,6 +6,7 @@
 //! never delivered out of order.
 
 use super::{SourceContext, Stop, filter};
+use crate::dashboard::{StreamStats, now_second};
 use crate::model::StreamSource;
 use crate::runtime::FunctionHandle;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
@@ -36,6 +37,9 @@ pub(super) async fn poll(
         context: &context,
         stream_arn,
         trigger: format!("dynamodb {}", source.table_logical_id),
+        stats: context
+            .dashboard
+            .stream(function.name(), &source.table_logical_id),
     };
     // Shards present at start honour StartingPosition; shards that appear later are read
     // from their beginning, or their first records would be lost.
@@ -114,6 +118,7 @@ struct Reader<'a> {
     context: &'a SourceContext,
     stream_arn: String,
     trigger: String,
+    stats: std::sync::Arc<StreamStats>,
 }
 
 impl Reader<'_> {
@@ -200,6 +205,8 @@ impl Reader<'_> {
             .filter(|event| filter::matches_any(&self.source.filters, event))
             .collect();
         if !events.is_empty() {
+            self.stats
+                .handed(now_second(), events.len(), oldest_age_ms(&records));
             self.process(shard_id, events, stop).await;
         }
         Ok((next, count))
@@ -324,6 +331,18 @@ fn first_failure(response: &[u8], batch: &[Value]) -> Option<usize> {
         }
     }
     first
+}
+
+/// How long ago the oldest of `records` was written, in milliseconds (Lambda's
+/// `IteratorAge`): the stream's lag behind its table.
+fn oldest_age_ms(records: &[Record]) -> u64 {
+    let now = OffsetDateTime::now_utc().unix_timestamp_nanos() as f64 / 1e9;
+    records
+        .iter()
+        .filter_map(|record| record.dynamodb.as_ref()?.approximate_creation_date_time)
+        .map(|written| ((now - written.as_secs_f64()) * 1000.0).max(0.0) as u64)
+        .max()
+        .unwrap_or(0)
 }
 
 /// A stream record in the shape Lambda delivers it.

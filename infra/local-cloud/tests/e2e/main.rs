@@ -3,9 +3,11 @@
 //! client would.
 
 mod abuse;
+mod browser;
 mod cache_failover;
 mod cold_start;
 mod contention;
+mod dashboard;
 mod decoupling;
 mod follow;
 mod hostile;

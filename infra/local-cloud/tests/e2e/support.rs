@@ -296,10 +296,9 @@ pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u32 {
         .unwrap()
 }
 
-/// Records one fault scenario's outcome for `loadtest/results/reliability.md`: a table row
-/// in `$LOCAL_STATE/reliability/<scenario>.md`, written only once every invariant held
-/// (after the assertions), and gathered by `infra/reliability-report.sh`.
-pub fn report(scenario: &str, fault: &str, switch: &str, invariants: &[String]) {
+/// `$LOCAL_STATE/<name>` (relative to the repository root unless absolute; `.local/test` by
+/// default), created: where a test leaves what a person may want to look at afterwards.
+pub fn state_dir(name: &str) -> PathBuf {
     let state = std::env::var("LOCAL_STATE").unwrap_or_else(|_| ".local/test".to_owned());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let state = PathBuf::from(&state);
@@ -308,8 +307,17 @@ pub fn report(scenario: &str, fault: &str, switch: &str, invariants: &[String]) 
     } else {
         root.join(state)
     }
-    .join("reliability");
-    std::fs::create_dir_all(&dir).expect("the reliability report directory");
+    .join(name);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|err| panic!("cannot create {}: {err}", dir.display()));
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// Records one fault scenario's outcome for `loadtest/results/reliability.md`: a table row
+/// in `$LOCAL_STATE/reliability/<scenario>.md`, written only once every invariant held
+/// (after the assertions), and gathered by `infra/reliability-report.sh`.
+pub fn report(scenario: &str, fault: &str, switch: &str, invariants: &[String]) {
+    let dir = state_dir("reliability");
     let row = format!(
         "| {fault} | `{switch}` | {} | held |\n",
         invariants.join("; ").replace('|', "/")

@@ -10,6 +10,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use local_cloud::dashboard::Dashboard;
 use local_cloud::gateway::{self, Route};
 use local_cloud::jwt;
 use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer};
@@ -126,6 +127,8 @@ async fn spawn_api_in(
     instances: u32,
     log_invocations: bool,
 ) -> Api {
+    // One dashboard for both, as in the runner: the runtime records, the gateway serves.
+    let dashboard = std::sync::Arc::new(Dashboard::default());
     let runtime = Runtime::start(
         &functions,
         RuntimeOptions {
@@ -135,6 +138,7 @@ async fn spawn_api_in(
             log_invocations,
             env_overrides: BTreeMap::new(),
             faults: Default::default(),
+            dashboard: dashboard.clone(),
         },
     )
     .await
@@ -163,6 +167,7 @@ async fn spawn_api_in(
         listener,
         routes,
         SECRET.to_vec(),
+        dashboard,
         async move {
             let _ = stopped.await;
         },
@@ -518,4 +523,100 @@ async fn a_function_that_cannot_start_answers_502_without_hanging() {
     );
     api.stop().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The functions' metric lines (CloudWatch EMF on stdout) reach the dashboard's data, read
+/// generically: a count summed, an array as a distribution, a broken line counted as such,
+/// an ordinary line ignored; and the invocation itself is counted.
+#[tokio::test]
+async fn metric_lines_printed_by_a_function_reach_the_dashboard() {
+    let api = spawn_api(vec![echo_function(&unique("emf"))], 1, false).await;
+    let lines = [
+        r#"{"_aws":{"Timestamp":1764614400000,"CloudWatchMetrics":[{"Namespace":"FollowSeckill","Dimensions":[["FunctionName","Outcome"]],"Metrics":[{"Name":"Requests","Unit":"Count"}]}]},"FunctionName":"follow","Outcome":"200","Requests":2}"#,
+        r#"{"_aws":{"Timestamp":1764614400000,"CloudWatchMetrics":[{"Namespace":"FollowSeckill","Dimensions":[["FunctionName"]],"Metrics":[{"Name":"Elapsed","Unit":"Milliseconds"}]}]},"FunctionName":"follow","Elapsed":[3.2,4.1]}"#,
+        "an ordinary log line",
+        r#"{"_aws":{"CloudWatchMetrics":[{"Namespace":"FollowSeckill","Metrics":[{"Name":"Requests"}]}]}"#,
+    ];
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(format!("http://{}/public/print", api.address));
+    let reply = api.send(request, lines.join("\n")).await;
+    assert_eq!(reply.status, StatusCode::OK);
+
+    // The runner reads the function's output beside the invocation: wait for the lines.
+    let started = Instant::now();
+    let data = loop {
+        let data = api.get("/_local/dashboard/data").await.json();
+        if data["emf"]["lines"] == 3 || started.elapsed() > Duration::from_secs(5) {
+            break data;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let emf = &data["emf"];
+    assert_eq!(emf["lines"], 3, "{emf}");
+    assert_eq!(emf["problems"], 1, "{emf}");
+    assert!(
+        emf["lastProblem"]
+            .as_str()
+            .unwrap()
+            .starts_with("EchoFunction: ")
+    );
+    let metric = |name: &str| {
+        emf["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|metric| metric["name"] == name)
+            .unwrap_or_else(|| panic!("no metric {name}: {emf}"))
+            .clone()
+    };
+    let requests = metric("Requests");
+    assert_eq!(requests["kind"], "sum");
+    assert_eq!(
+        requests["series"][0]["dimensions"],
+        json!({"FunctionName": "follow", "Outcome": "200"})
+    );
+    assert_eq!(requests["series"][0]["seconds"][0]["sum"], 2.0);
+    let elapsed = metric("Elapsed");
+    assert_eq!(
+        (elapsed["kind"].as_str(), elapsed["unit"].as_str()),
+        (Some("distribution"), Some("Milliseconds"))
+    );
+    let second = &elapsed["series"][0]["seconds"][0];
+    assert_eq!(
+        (second["count"].as_u64(), second["p99"].as_f64()),
+        (Some(2), Some(4.1))
+    );
+
+    let echo = data["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|function| function["name"] == "EchoFunction")
+        .expect("the function is listed");
+    assert_eq!(
+        (echo["invocations"].as_u64(), echo["errors"].as_u64()),
+        (Some(1), Some(0))
+    );
+    api.stop().await;
+}
+
+/// `/_local/` is the runner's before any route, even a greedy one: the dashboard, or a 404
+/// that says so.
+#[tokio::test]
+async fn local_paths_are_never_routes() {
+    let mut echo = echo_function(&unique("local"));
+    echo.events
+        .push(route("Everything", "ANY", "/{proxy+}", false));
+    let api = spawn_api(vec![echo], 1, false).await;
+    let page = api.get("/_local/dashboard").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.headers["content-type"], "text/html; charset=utf-8");
+    let unknown = api.get("/_local/sign-in-later").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let message = unknown.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("/_local/sign-in-later"), "{message}");
+    // The greedy route still takes everything else.
+    assert_eq!(api.get("/_localish").await.status, StatusCode::OK);
+    api.stop().await;
 }
