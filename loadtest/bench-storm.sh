@@ -42,7 +42,7 @@ if [[ ${1:-} == --with-emulators ]]; then
     (
         while true; do
             echo "sample $(date +%s.%N)"
-            ps -eo comm=,times=
+            ps -eo pid=,comm=,times=
             sleep 1
         done
     ) >"$bench/cpu-samples.txt" 2>/dev/null &
@@ -75,15 +75,17 @@ marks = {m[0]: float(m[1]) for m in re.findall(r"^mark (\S+) (\S+)$", log, re.M)
 exit_status = re.search(r"storm exit status (\d+)", log).group(1)
 settle_lines = [l for l in log.splitlines() if l.startswith("settle:")]
 
-# CPU split per component over a phase, from the cumulative `ps` samples.
+# CPU split per component over a phase, from the cumulative `ps` samples, per process: a
+# process that ends within the phase must not take its whole past off its component's share.
 samples = []
 for block in open(f"{bench}/cpu-samples.txt").read().split("sample ")[1:]:
     lines = block.splitlines()
-    per = collections.Counter()
+    per = {}
     for line in lines[1:]:
-        parts = line.rsplit(None, 1)
-        if len(parts) == 2 and parts[1].isdigit():
-            per[parts[0]] += int(parts[1])
+        pid, _, rest = line.strip().partition(" ")
+        parts = rest.strip().rsplit(None, 1)
+        if pid.isdigit() and len(parts) == 2 and parts[1].isdigit():
+            per[(int(pid), parts[0])] = int(parts[1])
     samples.append((float(lines[0]), per))
 
 functions = set(os.listdir("functions"))
@@ -103,8 +105,8 @@ def split(start, end):
     if not before or not after or after[0] <= before[0]: return None
     wall = after[0] - before[0]
     per = collections.Counter()
-    for comm, t in after[1].items():
-        per[component(comm)] += t - before[1].get(comm, 0)
+    for (pid, comm), t in after[1].items():
+        per[component(comm)] += t - before[1].get((pid, comm), 0)
     return wall, per
 
 cores = os.cpu_count()
