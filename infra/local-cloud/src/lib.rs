@@ -12,6 +12,7 @@
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`dashboard`]: the live dashboard at `/_local/dashboard` and what it records.
+//! - [`sign_in`]: the development sign-in at `/_local/sign-in`, a local token for a user name.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
 //! - `loopback`: the plain HTTP server of every local endpoint (the HTTP API, Runtime APIs,
@@ -31,5 +32,6 @@ pub mod model;
 pub mod provision;
 pub mod replay;
 pub mod runtime;
+pub mod sign_in;
 pub mod sources;
 pub mod template;

@@ -240,7 +240,8 @@ fn not_found(path: &str) -> Response<Full<Bytes>> {
         StatusCode::NOT_FOUND,
         format!(
             "Not Found: {shown} is not a tool of the local runner (/_local/ is its own prefix, \
-             never an API route); the live dashboard is /_local/dashboard"
+             never an API route); its tools are the live dashboard /_local/dashboard and the \
+             development sign-in /_local/sign-in"
         ),
     )
 }

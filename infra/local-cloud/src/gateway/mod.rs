@@ -19,6 +19,7 @@ use crate::jwt;
 use crate::loopback::Peer;
 use crate::model::HttpRoute;
 use crate::runtime::{FunctionHandle, ids};
+use crate::sign_in;
 use anyhow::Context as _;
 use base64::Engine as _;
 use bytes::Bytes;
@@ -170,6 +171,22 @@ impl Gateway {
     ) -> HttpResponse {
         let (parts, body) = request.into_parts();
         // Before routing: no route, not even `$default` or `/{proxy+}`, takes these.
+        if parts.uri.path() == sign_in::PATH {
+            let json = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|kind| kind.starts_with("application/json"));
+            // None: over the limit, or the client broke off.
+            let body = http_body_util::BodyExt::collect(http_body_util::Limited::new(
+                body,
+                sign_in::MAX_BODY,
+            ))
+            .await
+            .ok()
+            .map(|collected| collected.to_bytes());
+            return sign_in::respond(&self.secret, &parts.method, json, body.as_deref());
+        }
         if dashboard::is_local(parts.uri.path()) {
             return self.dashboard.respond(&parts.method, parts.uri.path());
         }

@@ -5,6 +5,7 @@ use crate::browser::Browser;
 use crate::support::{self, Api};
 use fantoccini::Locator;
 use std::time::Duration;
+use time::format_description::well_known::Rfc3339;
 
 /// `/_local/` belongs to the runner: the dashboard answers there, an unknown tool is a 404
 /// with a message, and the API's routes are untouched.
@@ -39,6 +40,67 @@ async fn local_paths_are_the_runners_not_the_apis() {
     assert_eq!(status, 404);
     let (status, _) = anonymous.call("PUT", "/users/me", None).await;
     assert_eq!(status, 401);
+    cloud.stop().await;
+}
+
+/// The development sign-in: a token for a user name that the API's authorizer takes, as
+/// `make token` mints; an operator's reaches the admin routes; a bad name is a 400 that says
+/// what a user name is.
+#[tokio::test]
+async fn the_development_sign_in_mints_tokens_the_api_accepts() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let anonymous = Api::new(&cloud, None);
+    let base = format!("http://{}", cloud.address);
+
+    let (status, form) = anonymous.call("GET", "/_local/sign-in", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        form.as_str().unwrap().contains("<h1>Local sign-in</h1>"),
+        "{form}"
+    );
+
+    let sign_in = |body: serde_json::Value| {
+        let anonymous = anonymous.clone();
+        async move { anonymous.call("POST", "/_local/sign-in", Some(body)).await }
+    };
+    let (status, ann) = sign_in(serde_json::json!({"user": "ann"})).await;
+    assert_eq!(status, 200, "{ann}");
+    let token = ann["token"].as_str().unwrap();
+    let (status, profile) = Api::with_token(&base, token)
+        .call(
+            "PUT",
+            "/users/me",
+            Some(serde_json::json!({"displayName": "Ann"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{profile}");
+    assert_eq!(profile["userId"], "ann");
+    // Not an operator: the admin route refuses her; the operator's token passes.
+    let now = time::OffsetDateTime::now_utc();
+    let at = |from_now: time::Duration| (now + from_now).format(&Rfc3339).unwrap();
+    let sale = serde_json::json!({"productId": "p", "title": "t", "priceCents": 1, "stock": 1,
+        "perUserLimit": 1, "startsAt": at(time::Duration::hours(1)),
+        "endsAt": at(time::Duration::hours(2))});
+    let (status, _) = Api::with_token(&base, token)
+        .call("POST", "/seckill/activities", Some(sale.clone()))
+        .await;
+    assert_eq!(status, 403);
+    let (status, ops) = sign_in(serde_json::json!({"user": "ops", "admin": true})).await;
+    assert_eq!(
+        (status, &ops["groups"]),
+        (200, &serde_json::json!(["admin"]))
+    );
+    let (status, created) = Api::with_token(&base, ops["token"].as_str().unwrap())
+        .call("POST", "/seckill/activities", Some(sale))
+        .await;
+    assert_eq!(status, 201, "{created}");
+
+    let (status, refused) = sign_in(serde_json::json!({"user": "ann lee"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        refused["message"].as_str().unwrap().contains("user name"),
+        "{refused}"
+    );
     cloud.stop().await;
 }
 

@@ -147,6 +147,16 @@ impl Api {
         Self::at(&format!("http://{}", cloud.address), user, groups)
     }
 
+    /// The API at `base` with a bearer token of someone else's minting (e.g. the development
+    /// sign-in's).
+    pub fn with_token(base: &str, token: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            token: Some(token.to_owned()),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
     /// The API at `base` (e.g. a runner of its own, `http://127.0.0.1:PORT`) as `user` in
     /// `groups`.
     pub fn at(base: &str, user: Option<&str>, groups: &[String]) -> Self {

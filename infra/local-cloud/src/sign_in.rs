@@ -1,0 +1,326 @@
+//! The development sign-in at `/_local/sign-in`: a page where a developer names a user (and
+//! ticks `admin` for an operator) and gets a token the local JWT authorizer accepts, minted
+//! with the runner's local secret exactly as `make token` does. In the cloud, people sign in
+//! through Cognito's managed login; nothing here exists there.
+//!
+//! `GET` answers the form. `POST` takes the form (`user=ann&admin=on`) or JSON
+//! (`{"user": "ann", "admin": true}`) and answers JSON `{token, sub, groups, expiresInSeconds}`
+//! to a JSON request, or a page showing the token to the form. A user name is what the API
+//! takes as a user id: 1 to 128 of `A-Z a-z 0-9 - _ .`; anything else is a 400 that says so.
+
+use bytes::Bytes;
+use http::HeaderValue;
+use http::{Method, Response, StatusCode};
+use http_body_util::Full;
+use serde_json::json;
+use std::time::Duration;
+
+/// The page's path.
+pub(crate) const PATH: &str = "/_local/sign-in";
+/// How long a token minted here is accepted: as long as `make token`'s.
+const TTL: Duration = Duration::from_secs(3600);
+/// The longest body read: a user name and a checkbox.
+pub(crate) const MAX_BODY: usize = 4 * 1024;
+const MAX_USER: usize = 128;
+
+/// A sign-in request, as the form or JSON says it.
+#[derive(Debug, PartialEq, Eq)]
+struct SignIn {
+    user: String,
+    admin: bool,
+}
+
+/// The answer to `method` on [`PATH`] with `body` (none when it was over [`MAX_BODY`] or
+/// could not be read; `json`: the request's content type is JSON).
+pub(crate) fn respond(
+    secret: &[u8],
+    method: &Method,
+    json: bool,
+    body: Option<&[u8]>,
+) -> Response<Full<Bytes>> {
+    match *method {
+        Method::GET | Method::HEAD => page(StatusCode::OK, FORM.to_owned()),
+        Method::POST => {
+            let asked = match body {
+                None => Err(format!("the body is over {MAX_BODY} bytes")),
+                Some(body) if json => from_json(body),
+                Some(body) => from_form(body),
+            };
+            match asked {
+                Ok(sign_in) => signed_in(secret, &sign_in, json),
+                Err(problem) if json => {
+                    json_answer(StatusCode::BAD_REQUEST, json!({ "message": problem }))
+                }
+                Err(problem) => page(StatusCode::BAD_REQUEST, refused(&problem)),
+            }
+        }
+        _ => {
+            let mut response = json_answer(
+                StatusCode::METHOD_NOT_ALLOWED,
+                json!({ "message": "Method Not Allowed: the sign-in answers GET and POST" }),
+            );
+            response.headers_mut().insert(
+                http::header::ALLOW,
+                HeaderValue::from_static("GET, HEAD, POST"),
+            );
+            response
+        }
+    }
+}
+
+fn signed_in(secret: &[u8], sign_in: &SignIn, json: bool) -> Response<Full<Bytes>> {
+    let groups: Vec<String> = if sign_in.admin {
+        vec!["admin".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let token = crate::jwt::local_token(secret, &sign_in.user, &groups, TTL);
+    if json {
+        return json_answer(
+            StatusCode::OK,
+            json!({
+                "token": token,
+                "sub": sign_in.user,
+                "groups": groups,
+                "expiresInSeconds": TTL.as_secs(),
+            }),
+        );
+    }
+    let who = match sign_in.admin {
+        true => format!("{} (admin)", escape(&sign_in.user)),
+        false => escape(&sign_in.user),
+    };
+    page(
+        StatusCode::OK,
+        format!(
+            "{HEAD}<h1>Signed in as {who}</h1>\n<p>Send this token as <code>Authorization: \
+             Bearer &lt;token&gt;</code>; it is accepted for {} minutes by this runner only.</p>\n\
+             <label for=\"token\">Token</label>\n<textarea id=\"token\" readonly rows=\"6\">{}</textarea>\n\
+             <p><a href=\"{PATH}\">Sign in as someone else</a></p>\n</main></body></html>\n",
+            TTL.as_secs() / 60,
+            escape(&token),
+        ),
+    )
+}
+
+fn refused(problem: &str) -> String {
+    format!(
+        "{HEAD}<h1>Sign-in refused</h1>\n<p role=\"alert\">{}</p>\n<p><a href=\"{PATH}\">Try again</a></p>\n</main></body></html>\n",
+        escape(problem)
+    )
+}
+
+fn from_json(body: &[u8]) -> Result<SignIn, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Asked {
+        user: String,
+        #[serde(default)]
+        admin: bool,
+    }
+    let asked: Asked = serde_json::from_slice(body)
+        .map_err(|err| format!("expected {{\"user\": \"<name>\", \"admin\": false}}: {err}"))?;
+    Ok(SignIn {
+        user: valid_user(asked.user.trim())?,
+        admin: asked.admin,
+    })
+}
+
+fn from_form(body: &[u8]) -> Result<SignIn, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "the form is not UTF-8".to_owned())?;
+    let mut user = None;
+    let mut admin = false;
+    for pair in text.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = decode(value);
+        match name {
+            "user" => user = Some(value),
+            "admin" => admin = matches!(value.as_str(), "on" | "true" | "1"),
+            other => return Err(format!("unknown field {:?}", decode(other))),
+        }
+    }
+    let user = user.ok_or_else(|| "name a user".to_owned())?;
+    Ok(SignIn {
+        user: valid_user(user.trim())?,
+        admin,
+    })
+}
+
+/// A form value: `+` is a space, then percent-decoded.
+fn decode(value: &str) -> String {
+    let spaced = value.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+fn valid_user(user: &str) -> Result<String, String> {
+    let fits = !user.is_empty()
+        && user.len() <= MAX_USER
+        && user
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    match fits {
+        true => Ok(user.to_owned()),
+        false => Err(format!(
+            "a user name is 1 to {MAX_USER} of A-Z, a-z, 0-9, '-', '_' and '.' (the API's user ids)"
+        )),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(status: StatusCode, html: String) -> Response<Full<Bytes>> {
+    answer(status, "text/html; charset=utf-8", Bytes::from(html))
+}
+
+fn json_answer(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+    answer(status, "application/json", Bytes::from(body.to_string()))
+}
+
+fn answer(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        http::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'"),
+    );
+    response
+}
+
+const HEAD: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>Local sign-in</title></head><body><main>\n";
+
+const FORM: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>Local sign-in</title></head><body><main>\n\
+<h1>Local sign-in</h1>\n\
+<p>For <code>make dev</code> only: a token for any user name, signed with the runner's local \
+secret, as <code>make token</code> mints. In the cloud, sign-in is Cognito's.</p>\n\
+<form method=\"post\" action=\"/_local/sign-in\">\n\
+<p><label for=\"user\">User name</label>\n\
+<input id=\"user\" name=\"user\" required maxlength=\"128\" pattern=\"[A-Za-z0-9._\\-]+\" autocomplete=\"username\"></p>\n\
+<p><input id=\"admin\" name=\"admin\" type=\"checkbox\"> <label for=\"admin\">Operator (the \
+<code>admin</code> group)</label></p>\n\
+<p><button type=\"submit\">Sign in</button></p>\n\
+</form>\n</main></body></html>\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt as _;
+
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    }
+
+    async fn text(response: Response<Full<Bytes>>) -> (StatusCode, String, String) {
+        let status = response.status();
+        let kind = response.headers()[http::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, kind, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_form_mints_a_token_the_authorizer_accepts_for_that_user() {
+        let secret = b"test-secret";
+        let (status, kind, form) = text(respond(secret, &Method::GET, false, Some(b""))).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::OK, "text/html; charset=utf-8")
+        );
+        assert!(form.contains("<form method=\"post\""), "{form}");
+
+        let (status, _, page) =
+            text(respond(secret, &Method::POST, false, Some(b"user=ann+lee"))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+        assert!(page.contains("1 to 128 of"), "{page}");
+
+        let (status, _, page) = text(respond(
+            secret,
+            &Method::POST,
+            false,
+            Some(b"user=ann%2Eo&admin=on"),
+        ))
+        .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert!(page.contains("Signed in as ann.o (admin)"), "{page}");
+        let token = page
+            .split("readonly rows=\"6\">")
+            .nth(1)
+            .and_then(|rest| rest.split("</textarea>").next())
+            .unwrap();
+        let claims = crate::jwt::verify(secret, token, now()).expect("the authorizer accepts it");
+        assert_eq!(claims["sub"], "ann.o");
+        assert_eq!(claims["cognito:groups"], json!(["admin"]));
+    }
+
+    #[tokio::test]
+    async fn json_asks_and_is_answered_in_json_and_bad_input_is_a_400_that_says_why() {
+        let secret = b"test-secret";
+        let (status, kind, body) = text(respond(
+            secret,
+            &Method::POST,
+            true,
+            Some(br#"{"user": "bob"}"#),
+        ))
+        .await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::OK, "application/json")
+        );
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["sub"], "bob");
+        assert_eq!(body["groups"], json!([]));
+        assert_eq!(body["expiresInSeconds"], 3600);
+        let claims = crate::jwt::verify(secret, body["token"].as_str().unwrap(), now()).unwrap();
+        assert_eq!(claims["sub"], "bob");
+        assert!(claims.get("cognito:groups").is_none(), "{claims:?}");
+
+        for (bad, says) in [
+            (&br#"{"user": ""}"#[..], "1 to 128 of"),
+            (br#"{"user": "<script>"}"#, "1 to 128 of"),
+            (br#"{"name": "bob"}"#, "expected"),
+            (b"not json", "expected"),
+        ] {
+            let (status, _, body) = text(respond(secret, &Method::POST, true, Some(bad))).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+            assert!(body.contains(says), "{body}");
+        }
+        let (status, _, body) = text(respond(
+            secret,
+            &Method::POST,
+            false,
+            Some(b"user=bob&role=root"),
+        ))
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("unknown field"), "{body}");
+        let (status, _, body) = text(respond(secret, &Method::POST, false, None)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("over 4096 bytes"), "{body}");
+        let (status, _, _) = text(respond(secret, &Method::DELETE, false, Some(b""))).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
