@@ -8,6 +8,7 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{LambdaEvent, service_fn};
+use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::fmt::Display;
@@ -16,7 +17,6 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::emf;
-use serde::Deserialize;
 
 /// One message of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]

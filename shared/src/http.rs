@@ -260,8 +260,8 @@ where
 const REQUEST_IDS: [&str; 4] = ["caller", "target", "sale", "order"];
 
 /// One request: a body over [`MAX_BODY_BYTES`] is refused first, and an `Err` becomes its error
-/// response (counted with its outcome, [`emf::request`]), so the runtime never sees a handler failure and a client never sees a bare
-/// runtime error. All of it runs in one `request` span holding [`REQUEST_IDS`], so every line
+/// response, so the runtime never sees a handler failure and a client never sees a bare
+/// runtime error; each request is counted with its outcome and time ([`emf::request`]). All of it runs in one `request` span holding [`REQUEST_IDS`], so every line
 /// logged for the request, the failure's included, says whom it concerns.
 pub fn answer<F, Fut>(
     handler: &F,

@@ -14,9 +14,9 @@
 //! limits itself.
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 
 use crate::emf;
-use futures_util::future::BoxFuture;
 
 /// One effect, identified by its marker; `messages` are the queue messages that carry it
 /// (a duplicate delivery in the same batch adds a message, not an effect).
