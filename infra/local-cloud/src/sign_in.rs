@@ -8,6 +8,7 @@
 //! to a JSON request, or a page showing the token to the form. A user name is what the API
 //! takes as a user id: 1 to 128 of `A-Z a-z 0-9 - _ .`; anything else is a 400 that says so.
 
+use crate::dashboard::local_answer;
 use bytes::Bytes;
 use http::HeaderValue;
 use http::{Method, Response, StatusCode};
@@ -176,30 +177,11 @@ fn escape(text: &str) -> String {
 }
 
 fn page(status: StatusCode, html: String) -> Response<Full<Bytes>> {
-    answer(status, "text/html; charset=utf-8", Bytes::from(html))
+    local_answer(status, "text/html; charset=utf-8", Bytes::from(html))
 }
 
 fn json_answer(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
-    answer(status, "application/json", Bytes::from(body.to_string()))
-}
-
-fn answer(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-store"),
-    );
-    headers.insert(
-        http::header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'"),
-    );
-    response
+    local_answer(status, "application/json", Bytes::from(body.to_string()))
 }
 
 const HEAD: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

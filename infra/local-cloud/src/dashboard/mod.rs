@@ -198,21 +198,31 @@ impl Dashboard {
                 ("application/json", Bytes::from(data))
             }
         };
-        let mut response = Response::new(Full::new(body));
-        let headers = response.headers_mut();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        // Everything the page needs comes from the runner itself.
-        headers.insert(
-            http::header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'self'; img-src 'self' data:"),
-        );
-        headers.insert(
-            http::header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        response
+        local_answer(StatusCode::OK, content_type, body)
     }
+}
+
+/// An answer of the runner's own tools under `/_local/`: never cached, and everything a page
+/// needs comes from the runner itself.
+pub(crate) fn local_answer(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Bytes,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        http::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; img-src 'self' data:"),
+    );
+    headers.insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Whether a request path is the runner's own (`/_local` or under `/_local/`), never a route.
