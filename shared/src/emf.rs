@@ -181,8 +181,8 @@ pub fn relayed(published: usize, failed: usize) {
 
 /// One sale's reconciliation: reservations released, units capped, and Redis's stock minus
 /// DynamoDB's when both are known.
-pub fn reconciled(released: usize, capped: u64, drift: Option<i64>) {
-    counter!(name::UNITS_RELEASED).increment(released as u64);
+pub fn reconciled(released_units: u64, capped: u64, drift: Option<i64>) {
+    counter!(name::UNITS_RELEASED).increment(released_units);
     counter!(name::STOCK_CAPPED).increment(capped);
     if let Some(drift) = drift {
         histogram!(name::STOCK_DRIFT).record(drift as f64);

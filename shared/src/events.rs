@@ -13,6 +13,8 @@
 //! A consumer parses an envelope into a known event or refuses it with a reason; a refused
 //! message can never succeed, so it belongs in the dead-letter queue, not in a retry loop.
 
+use crate::seckill::checkout::Address;
+use crate::seckill::orders::PaymentMethod;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -52,16 +54,75 @@ pub enum SocialEvent {
 pub const ORDER_PLACED: &str = "OrderPlaced";
 pub const PAYMENT_DUE: &str = "PaymentDue";
 
-/// `OrderPlaced` v1, sent by the order route after the script reserved a unit.
+/// `OrderPlaced` v2, sent by the order route after the script reserved the order's units.
+///
+/// v2 added `quantity`, `address` and `paymentMethod`; a v1 event (still in a queue when
+/// v2's route was deployed) reads as one unit with nothing chosen ([`OrderPlacedV1`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderPlaced {
     pub order_id: String,
     pub sale_id: String,
     pub user_id: String,
+    /// The unit price.
     pub price_cents: u64,
     /// Epoch milliseconds, as the script recorded the reservation.
     pub reserved_at_ms: i64,
+    /// Units reserved, at least 1.
+    pub quantity: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Address>,
+    /// When chosen at checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_method: Option<PaymentMethod>,
+}
+
+/// `OrderPlaced` v1: one unit, nothing chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderPlacedV1 {
+    pub order_id: String,
+    pub sale_id: String,
+    pub user_id: String,
+    pub price_cents: u64,
+    pub reserved_at_ms: i64,
+}
+
+impl From<OrderPlacedV1> for OrderPlaced {
+    fn from(v1: OrderPlacedV1) -> Self {
+        Self {
+            order_id: v1.order_id,
+            sale_id: v1.sale_id,
+            user_id: v1.user_id,
+            price_cents: v1.price_cents,
+            reserved_at_ms: v1.reserved_at_ms,
+            quantity: 1,
+            address: None,
+            payment_method: None,
+        }
+    }
+}
+
+/// An `OrderPlaced` message of either version, as v2.
+pub fn parse_order_placed(body: &str) -> Result<Envelope<OrderPlaced>, EventError> {
+    let envelope = Envelope::parse(body)?;
+    match (envelope.kind.as_str(), envelope.version) {
+        (ORDER_PLACED, 1) => {
+            let v1: Envelope<OrderPlacedV1> = envelope.typed()?;
+            Ok(Envelope {
+                kind: v1.kind,
+                version: v1.version,
+                id: v1.id,
+                occurred_at: v1.occurred_at,
+                payload: v1.payload.into(),
+            })
+        }
+        (ORDER_PLACED, 2) => envelope.typed(),
+        _ => Err(EventError::Unknown {
+            kind: envelope.kind,
+            version: envelope.version,
+        }),
+    }
 }
 
 /// `PaymentDue` v1, sent with the payment window as its delay when an order is confirmed.
@@ -184,6 +245,34 @@ mod tests {
         assert!(matches!(
             SocialEvent::parse(bad),
             Err(EventError::BadPayload { .. })
+        ));
+    }
+
+    #[test]
+    fn an_order_placed_v1_reads_as_one_unit_and_v2_carries_the_checkout() {
+        let v1 = r#"{"type":"OrderPlaced","version":1,"id":"e","occurredAt":"t","payload":
+            {"orderId":"o","saleId":"s","userId":"u","priceCents":5,"reservedAtMs":7}}"#;
+        let order = parse_order_placed(v1).unwrap().payload;
+        assert_eq!(
+            (order.quantity, order.address, order.payment_method),
+            (1, None, None)
+        );
+        let v2 = r#"{"type":"OrderPlaced","version":2,"id":"e","occurredAt":"t","payload":
+            {"orderId":"o","saleId":"s","userId":"u","priceCents":5,"reservedAtMs":7,
+             "quantity":2,"paymentMethod":"COD","address":{"recipient":"A","line1":"L",
+             "city":"C","postalCode":"P","country":"FR"}}}"#;
+        let order = parse_order_placed(v2).unwrap().payload;
+        assert_eq!(order.quantity, 2);
+        assert_eq!(order.payment_method, Some(PaymentMethod::Cod));
+        assert_eq!(order.address.unwrap().country, "FR");
+        // v1 does not take v2's fields, v2 requires its quantity, and v3 is unknown.
+        let v1_with_quantity =
+            v1.replace(r#""reservedAtMs":7"#, r#""reservedAtMs":7,"quantity":2"#);
+        assert!(parse_order_placed(&v1_with_quantity).is_err());
+        assert!(parse_order_placed(&v1.replace(r#""version":1"#, r#""version":2"#)).is_err());
+        assert!(matches!(
+            parse_order_placed(&v1.replace(r#""version":1"#, r#""version":3"#)),
+            Err(EventError::Unknown { version: 3, .. })
         ));
     }
 }

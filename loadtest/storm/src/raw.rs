@@ -10,6 +10,7 @@ use anyhow::Context;
 use app::clock::epoch_ms;
 use app::ids::UserId;
 use app::seckill::admission::{Admission, Reservation, Verdict};
+use app::seckill::checkout::Checkout;
 use app::seckill::redis_store::RedisSales;
 use app::seckill::sale::{Lifecycle, Sale, SaleCache, SaleId};
 use loadgen::Worker;
@@ -24,8 +25,9 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
         Verdict::NotStarted => "NOT_STARTED",
         Verdict::Ended => "ENDED",
         Verdict::RateLimited => "RATE_LIMITED",
-        Verdict::LimitReached => "LIMIT_REACHED",
+        Verdict::LimitReached { .. } => "LIMIT_REACHED",
         Verdict::SoldOut => "SOLD_OUT",
+        Verdict::NotEnoughStock { .. } => "NOT_ENOUGH_STOCK",
     }
 }
 
@@ -47,6 +49,7 @@ impl Worker for Reserver {
             order_id: format!("{}.{}", self.sale_id, uuid::Uuid::now_v7().simple()),
             sale_id: self.sale_id.clone(),
             user_id: self.users[(index % self.users.len() as u64) as usize].clone(),
+            checkout: Checkout::default(),
             now_ms: epoch_ms(OffsetDateTime::now_utc()),
             rate_limit_per_second: self.rate_limit,
         })

@@ -1,20 +1,24 @@
-//! Admission of orders: one atomic reservation in the cache, then one `OrderPlaced` event.
+//! Admission of orders: one atomic reservation of the order's units in the cache, then one
+//! `OrderPlaced` event.
 //!
 //! The [`Admission`] port reserves and releases units (Redis: `redis_store`); the
 //! [`OrderPublisher`] port sends the event (SQS). A rejected attempt touches nothing but the
 //! admission store; if the event cannot be sent, the unit is released before the caller hears
 //! 503, so that a failed send never keeps stock away from other buyers.
 
+use super::checkout::Checkout;
 use crate::events::{Envelope, ORDER_PLACED, OrderPlaced};
 use crate::ids::{SaleId, UserId};
 use async_trait::async_trait;
 
-/// One attempt to reserve a unit.
+/// One attempt to reserve an order's units.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
     pub sale_id: SaleId,
     pub user_id: UserId,
     pub order_id: String,
+    /// How many units, where to, how paid: all or nothing of `checkout.quantity` is reserved.
+    pub checkout: Checkout,
     /// Epoch milliseconds: the clock the window is checked against.
     pub now_ms: i64,
     /// Attempts a user may make per second, counted over every sale and whatever they answer.
@@ -24,7 +28,7 @@ pub struct Reservation {
 /// The admission store's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// One unit is reserved for the order, at this price.
+    /// The order's units are reserved, at this unit price.
     Reserved {
         price_cents: u64,
     },
@@ -32,8 +36,25 @@ pub enum Verdict {
     NotStarted,
     Ended,
     RateLimited,
-    LimitReached,
+    /// The user holds the limit already (`room` 0), or would exceed it with this quantity:
+    /// `room` more units fit.
+    LimitReached {
+        room: u32,
+    },
+    /// No unit is left.
     SoldOut,
+    /// Fewer units are left than the quantity asked for (at least one is).
+    NotEnoughStock {
+        left: u32,
+    },
+}
+
+/// Who holds a materialized order and how many units it has: what releasing an order no
+/// longer pending takes (a pending reservation's own entry says both).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub user_id: UserId,
+    pub units: u32,
 }
 
 /// Why the admission store failed (unreachable, a script error); the cause is for the log.
@@ -45,18 +66,18 @@ pub struct AdmissionError(#[from] pub anyhow::Error);
 #[async_trait]
 pub trait Admission: Send + Sync {
     /// Counts the attempt against the user's rate limit (one budget for every sale, whatever
-    /// the attempt answers), then checks the sale, its window, the user's limit and the stock;
-    /// reserves one unit when all pass.
+    /// the attempt answers), then checks the sale, its window, the user's limit and the stock
+    /// for the order's quantity; reserves all its units when all pass, none otherwise.
     async fn reserve(&self, reservation: &Reservation) -> Result<Verdict, AdmissionError>;
 
-    /// Gives the order's unit back, once: `true` when this call released it. Without a
+    /// Gives the order's units back, once: `true` when this call released them. Without a
     /// `holder`, only a reservation still pending is released; with one, also an order that
     /// was materialized since (e.g. cancelled for non-payment).
     async fn release(
         &self,
         sale_id: &SaleId,
         order_id: &str,
-        holder: Option<&UserId>,
+        holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError>;
 }
 
@@ -82,10 +103,12 @@ pub enum PlaceOrderError {
     Ended,
     #[error("too many attempts, slow down")]
     RateLimited,
-    #[error("you already hold as many units as this sale allows")]
-    LimitReached,
+    #[error("{}", limit_message(*room))]
+    LimitReached { room: u32 },
     #[error("the sale is sold out")]
     SoldOut,
+    #[error("only {left} unit{s} left", s = if *left == 1 { " is" } else { "s are" })]
+    NotEnoughStock { left: u32 },
     /// The event could not be sent; the reservation was given back (or will be reconciled).
     #[error("the order could not be queued, please retry")]
     Unavailable(#[source] PublishError),
@@ -100,7 +123,15 @@ pub struct PlacedOrder {
     pub event: Envelope<OrderPlaced>,
 }
 
-/// The `OrderPlaced` v1 event of a reservation.
+fn limit_message(room: u32) -> String {
+    match room {
+        0 => "you already hold as many units as this sale allows".to_owned(),
+        1 => "you may buy 1 more unit of this sale".to_owned(),
+        room => format!("you may buy {room} more units of this sale"),
+    }
+}
+
+/// The `OrderPlaced` v2 event of a reservation.
 pub fn order_placed(
     reservation: &Reservation,
     price_cents: u64,
@@ -108,7 +139,7 @@ pub fn order_placed(
 ) -> Envelope<OrderPlaced> {
     Envelope {
         kind: ORDER_PLACED.to_owned(),
-        version: 1,
+        version: 2,
         id: uuid::Uuid::now_v7().to_string(),
         occurred_at,
         payload: OrderPlaced {
@@ -117,11 +148,15 @@ pub fn order_placed(
             user_id: reservation.user_id.as_str().to_owned(),
             price_cents,
             reserved_at_ms: reservation.now_ms,
+            quantity: reservation.checkout.quantity,
+            address: reservation.checkout.address.clone(),
+            payment_method: reservation.checkout.payment_method,
         },
     }
 }
 
-/// Places an order: one reservation, then one event; on a failed send, one release.
+/// Places an order: one reservation of its units, then one event; on a failed send, one
+/// release.
 #[tracing::instrument(skip(admission, publisher), fields(sale = %reservation.sale_id, order = %reservation.order_id))]
 pub async fn place_order(
     admission: &dyn Admission,
@@ -135,8 +170,9 @@ pub async fn place_order(
         Verdict::NotStarted => return Err(PlaceOrderError::NotStarted),
         Verdict::Ended => return Err(PlaceOrderError::Ended),
         Verdict::RateLimited => return Err(PlaceOrderError::RateLimited),
-        Verdict::LimitReached => return Err(PlaceOrderError::LimitReached),
+        Verdict::LimitReached { room } => return Err(PlaceOrderError::LimitReached { room }),
         Verdict::SoldOut => return Err(PlaceOrderError::SoldOut),
+        Verdict::NotEnoughStock { left } => return Err(PlaceOrderError::NotEnoughStock { left }),
     };
     let event = order_placed(reservation, price_cents, occurred_at);
     if let Err(send) = publisher.order_placed(&event).await {
@@ -178,7 +214,8 @@ pub(crate) mod fake {
         /// Per user, across sales: (start of the one-second window in ms, attempts in it).
         pub attempts: Mutex<HashMap<UserId, (i64, u32)>>,
         pub bought: Mutex<HashMap<(SaleId, UserId), u32>>,
-        pub pending: Mutex<HashMap<String, UserId>>,
+        /// Order id → its buyer and units.
+        pub pending: Mutex<HashMap<String, (UserId, u32)>>,
         pub released: Mutex<HashSet<String>>,
     }
 
@@ -216,18 +253,26 @@ pub(crate) mod fake {
             let held = bought
                 .entry((r.sale_id.clone(), r.user_id.clone()))
                 .or_default();
-            if *held >= sale.2 {
-                return Ok(Verdict::LimitReached);
+            let quantity = r.checkout.quantity;
+            if *held + quantity > sale.2 {
+                return Ok(Verdict::LimitReached {
+                    room: sale.2.saturating_sub(*held),
+                });
             }
             if sale.4 <= 0 {
                 return Ok(Verdict::SoldOut);
             }
-            sale.4 -= 1;
-            *held += 1;
+            if sale.4 < i64::from(quantity) {
+                return Ok(Verdict::NotEnoughStock {
+                    left: u32::try_from(sale.4).unwrap(),
+                });
+            }
+            sale.4 -= i64::from(quantity);
+            *held += quantity;
             self.pending
                 .lock()
                 .unwrap()
-                .insert(r.order_id.clone(), r.user_id.clone());
+                .insert(r.order_id.clone(), (r.user_id.clone(), quantity));
             Ok(Verdict::Reserved {
                 price_cents: sale.3,
             })
@@ -237,26 +282,26 @@ pub(crate) mod fake {
             &self,
             sale_id: &SaleId,
             order_id: &str,
-            holder: Option<&UserId>,
+            holder: Option<&Holder>,
         ) -> Result<bool, AdmissionError> {
             if !self.released.lock().unwrap().insert(order_id.to_owned()) {
                 return Ok(false);
             }
-            let user = match (self.pending.lock().unwrap().remove(order_id), holder) {
-                (Some(user), _) => user,
-                (None, Some(user)) => user.clone(),
+            let (user, units) = match (self.pending.lock().unwrap().remove(order_id), holder) {
+                (Some(pending), _) => pending,
+                (None, Some(holder)) => (holder.user_id.clone(), holder.units),
                 (None, None) => {
                     self.released.lock().unwrap().remove(order_id);
                     return Ok(false);
                 }
             };
-            self.sales.lock().unwrap().get_mut(sale_id).unwrap().4 += 1;
+            self.sales.lock().unwrap().get_mut(sale_id).unwrap().4 += i64::from(units);
             *self
                 .bought
                 .lock()
                 .unwrap()
                 .get_mut(&(sale_id.clone(), user))
-                .unwrap() -= 1;
+                .unwrap() -= units;
             Ok(true)
         }
     }
@@ -301,6 +346,7 @@ mod tests {
             sale_id: sale.clone(),
             user_id: UserId::parse(user).unwrap(),
             order_id: uuid::Uuid::now_v7().to_string(),
+            checkout: Checkout::default(),
             now_ms,
             rate_limit_per_second: 5,
         }
@@ -317,7 +363,8 @@ mod tests {
         let sent = publisher.sent.lock().unwrap();
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].kind, ORDER_PLACED);
-        assert_eq!(sent[0].version, 1);
+        assert_eq!(sent[0].version, 2);
+        assert_eq!(sent[0].payload.quantity, 1);
         assert_eq!(sent[0].payload.order_id, placed.order_id);
         assert_eq!(sent[0].payload.price_cents, 500);
         assert_eq!(sent[0].payload.reserved_at_ms, 1_500);
@@ -337,7 +384,7 @@ mod tests {
             (&sale, "a", 999, Some("NotStarted")),
             (&sale, "a", 2_000, Some("Ended")),
             (&sale, "a", 1_500, None),
-            (&sale, "a", 1_500, Some("LimitReached")),
+            (&sale, "a", 1_500, Some("LimitReached { room: 0 }")),
             (&sale, "b", 1_500, Some("SoldOut")),
             (&unknown, "a", 1_500, Some("UnknownSale")),
         ];

@@ -1,7 +1,7 @@
 -- claim.lua: the order consumer takes a batch's reservations over from the `pending`
 -- worklist, atomically against `release.lua`, before it materializes their orders.
 --
--- KEYS[1] sale:{id}:pending    hash orderId -> "userId:reservedAtMs"
+-- KEYS[1] sale:{id}:pending    hash orderId -> "userId:reservedAtMs:units"
 -- KEYS[2] sale:{id}:released   set of orderIds already given back
 -- ARGV    the orderIds of one sale in the batch
 --

@@ -11,7 +11,7 @@
 //! | `sale:{<id>}:info` | hash | `title`, `priceCents`, `perUserLimit`, `startsAtMs`, `endsAtMs`, `stock` (initial), `productId`: what the detail page and the admission script read |
 //! | `sale:{<id>}:stock` | string (integer) | units left to reserve |
 //! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
-//! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
+//! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs:units` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
 //! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; never removed (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
 //! | `user:{<userId>}:order-rate` | string (integer, expiring after a second) | the user's order attempts in the current one-second window, on every sale and whatever they answered (so `NOT_STARTED`, `ENDED` and unknown sales count too); one key per user, not per sale, so that spreading attempts over sales buys no extra budget |

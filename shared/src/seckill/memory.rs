@@ -1,6 +1,7 @@
 //! In-memory fakes of the order path's ports, with the semantics of their adapters, for the
 //! domain tests.
 
+use super::admission::Holder;
 use super::order_store::{LIMITS, fits_one_transaction, per_buyer};
 use super::orders::{
     AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
@@ -33,6 +34,23 @@ pub(crate) fn placed(order: &str, sale: &str, user: &str) -> String {
 pub(crate) fn placed_later(order: &str, sale: &str, user: &str, later_ms: i64) -> String {
     let mut body: serde_json::Value = serde_json::from_str(&placed(order, sale, user)).unwrap();
     body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + later_ms).into();
+    body.to_string()
+}
+
+/// An `OrderPlaced` v2 message body of `quantity` units, paid by `method` when chosen.
+pub(crate) fn placed_units(
+    order: &str,
+    sale: &str,
+    user: &str,
+    quantity: u32,
+    method: Option<&str>,
+) -> String {
+    let mut body: serde_json::Value = serde_json::from_str(&placed(order, sale, user)).unwrap();
+    body["version"] = 2.into();
+    body["payload"]["quantity"] = quantity.into();
+    if let Some(method) = method {
+        body["payload"]["paymentMethod"] = method.into();
+    }
     body.to_string()
 }
 
@@ -102,7 +120,11 @@ impl MemoryOrders {
         self.orders.lock().unwrap().get(order).map(|o| o.status)
     }
 
-    fn put(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Result<(), Rejected> {
+    fn put(
+        &self,
+        units: &[Unit<NewOrder>],
+        status: impl Fn(&NewOrder) -> OrderStatus,
+    ) -> Result<(), Rejected> {
         let orders = self.orders.lock().unwrap();
         refuse_applied(units, |u| orders.contains_key(&u.marker))?;
         drop(orders);
@@ -116,9 +138,12 @@ impl MemoryOrders {
                     sale_id: new.sale_id.clone(),
                     user_id: new.user_id.clone(),
                     price_cents: new.price_cents,
-                    status,
+                    quantity: new.quantity,
+                    total_cents: new.total_cents(),
+                    status: status(new),
                     created_at: new.created_at.clone(),
-                    payment_method: None,
+                    address: new.address.clone(),
+                    payment_method: new.payment_method,
                     paid_at: None,
                 },
             );
@@ -139,7 +164,11 @@ impl OrderStore for MemoryOrders {
         per_user_limit: u32,
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected> {
-        let counts = per_buyer(units.iter().map(|u| u.payload.user_id.as_str()));
+        let counts = per_buyer(
+            units
+                .iter()
+                .map(|u| (u.payload.user_id.as_str(), u.payload.units())),
+        );
         if !fits_one_transaction(units.len(), counts.len()) {
             return Err(ConfirmRejected::Failed(anyhow::anyhow!("too many items")));
         }
@@ -162,7 +191,7 @@ impl OrderStore for MemoryOrders {
             }
         }
         let mut sales = self.sales.lock().unwrap();
-        let n = i64::try_from(units.len()).unwrap();
+        let n: i64 = units.iter().map(|u| u.payload.units()).sum();
         match sales.get_mut(sale_id) {
             Some(sale) if sale.stock >= n => sale.stock -= n,
             _ => return Err(ConfirmRejected::SoldOut),
@@ -175,20 +204,24 @@ impl OrderStore for MemoryOrders {
         }
         drop(sales);
         drop(buyers);
-        self.put(units, OrderStatus::Confirmed)
+        self.put(units, NewOrder::confirmed_status)
             .map_err(|_| ConfirmRejected::Failed(anyhow::anyhow!("checked above")))
     }
 
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
-        self.put(units, OrderStatus::Rejected)
+        self.put(units, |_| OrderStatus::Rejected)
     }
 
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
         refuse_applied(units, |u| {
             orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
         })?;
-        let counts = per_buyer(units.iter().map(|u| u.payload.as_str()));
+        let counts = per_buyer(
+            units
+                .iter()
+                .map(|u| (u.payload.user_id.as_str(), i64::from(u.payload.units))),
+        );
         if !fits_one_transaction(units.len(), counts.len()) {
             return Err(Rejected::Failed(anyhow::anyhow!("too many items")));
         }
@@ -205,7 +238,10 @@ impl OrderStore for MemoryOrders {
         let Some(sale) = sales.get_mut(sale_id) else {
             return Err(Rejected::Aggregate);
         };
-        sale.stock += i64::try_from(units.len()).unwrap();
+        sale.stock += units
+            .iter()
+            .map(|u| i64::from(u.payload.units))
+            .sum::<i64>();
         *self.sale_writes.lock().unwrap() += 1;
         for (buyer, k) in counts {
             *buyers
@@ -322,7 +358,8 @@ impl OrderStore for MemoryOrders {
 struct RedisSale {
     stock: i64,
     bought: HashMap<String, i64>,
-    pending: BTreeMap<String, (String, i64)>,
+    /// Order id → (user, reserved at, units).
+    pending: BTreeMap<String, (String, i64, u32)>,
     released: BTreeSet<String>,
     /// Every admitted order's owner (the `orders` hash): never removed.
     owners: BTreeMap<String, String>,
@@ -334,14 +371,26 @@ pub(crate) struct MemoryReservations {
 }
 
 impl MemoryReservations {
-    /// What the admission script does for one order, at `at_ms`.
+    /// What the admission script does for one order of one unit, at `at_ms`.
     pub(crate) fn reserve_at(&self, sale: &str, order: &str, user: &str, at_ms: i64) {
+        self.reserve_units(sale, order, user, at_ms, 1);
+    }
+
+    /// What the admission script does for one order of `units` units, at `at_ms`.
+    pub(crate) fn reserve_units(
+        &self,
+        sale: &str,
+        order: &str,
+        user: &str,
+        at_ms: i64,
+        units: u32,
+    ) {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale.to_owned()).or_default();
-        sale.stock -= 1;
-        *sale.bought.entry(user.to_owned()).or_default() += 1;
+        sale.stock -= i64::from(units);
+        *sale.bought.entry(user.to_owned()).or_default() += i64::from(units);
         sale.pending
-            .insert(order.to_owned(), (user.to_owned(), at_ms));
+            .insert(order.to_owned(), (user.to_owned(), at_ms, units));
         sale.owners.insert(order.to_owned(), user.to_owned());
     }
 
@@ -424,22 +473,22 @@ impl Reservations for MemoryReservations {
         &self,
         sale_id: &str,
         order_id: &str,
-        holder: Option<&str>,
+        holder: Option<&Holder>,
     ) -> anyhow::Result<bool> {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale_id.to_owned()).or_default();
         if sale.released.contains(order_id) {
             return Ok(false);
         }
-        let user_id = match (sale.pending.remove(order_id), holder) {
-            (Some((user, _)), _) => user,
-            (None, Some(holder)) => holder.to_owned(),
+        let (user_id, units) = match (sale.pending.remove(order_id), holder) {
+            (Some((user, _, units)), _) => (user, units),
+            (None, Some(holder)) => (holder.user_id.to_string(), holder.units),
             (None, None) => return Ok(false),
         };
         sale.released.insert(order_id.to_owned());
-        sale.stock += 1;
-        if let Some(bought) = sale.bought.get_mut(&user_id).filter(|n| **n > 0) {
-            *bought -= 1;
+        sale.stock += i64::from(units);
+        if let Some(bought) = sale.bought.get_mut(&user_id) {
+            *bought = (*bought - i64::from(units)).max(0);
         }
         Ok(true)
     }
@@ -451,10 +500,11 @@ impl Reservations for MemoryReservations {
             .map(|sale| {
                 sale.pending
                     .iter()
-                    .map(|(order, (user, at))| PendingReservation {
+                    .map(|(order, (user, at, units))| PendingReservation {
                         order_id: order.clone(),
                         user_id: user.clone(),
                         reserved_at_ms: *at,
+                        units: *units,
                     })
                     .collect()
             })
@@ -470,7 +520,11 @@ impl Reservations for MemoryReservations {
         let Some(sale) = sales.get_mut(sale_id) else {
             return Ok(0);
         };
-        let pending = i64::try_from(sale.pending.len())?;
+        let pending: i64 = sale
+            .pending
+            .values()
+            .map(|(_, _, units)| i64::from(*units))
+            .sum();
         let ceiling = (dynamo_stock_remaining - pending).max(0);
         let lowered = (sale.stock - ceiling).max(0);
         sale.stock -= lowered;

@@ -12,6 +12,8 @@
 //!   `SaleStore` and `SaleCache` ports.
 //! - [`admission`] (domain, port): placing an order; the `Admission` (reserve, release) and
 //!   `OrderPublisher` ports.
+//! - [`checkout`] (domain): what the buyer chooses for an order (quantity, address, payment
+//!   method), checked.
 //! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
 //!   `PendingOrders` and `PaymentDueSink` ports.
 //! - [`order_consumer`] (domain): materializing `OrderPlaced` events, the stock written once
@@ -36,6 +38,7 @@
 
 pub mod admission;
 pub mod cache_control;
+pub mod checkout;
 pub mod failover;
 pub mod keys;
 pub mod order_consumer;

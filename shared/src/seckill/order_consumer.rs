@@ -9,18 +9,20 @@
 //! and must not also be taken from DynamoDB. The claimed orders can no longer be released
 //! without a holder, so confirming them is safe.
 //!
-//! Then, per chunk of the claimed orders, one transaction puts them (CONFIRMED,
-//! `attribute_not_exists`, so a redelivered order drops out), adds each buyer's orders to
-//! the buyer's item (`units`, which must stay at most the sale's `perUserLimit`), and takes
-//! their units from `stockRemaining`, which must stay at least 0. These are DynamoDB's final
+//! Then, per chunk of the claimed orders, one transaction puts them (CONFIRMED, or COD when
+//! cash on delivery was chosen at checkout; `attribute_not_exists`, so a redelivered order
+//! drops out), adds each buyer's orders' quantities to the buyer's item (`units`, which must
+//! stay at most the sale's `perUserLimit`), and takes every order's quantity from
+//! `stockRemaining`, which must stay at least 0. These are DynamoDB's final
 //! guards: Redis enforces both first, but when it lost its data (a flush, a restart without
 //! persistence) and was preheated again, its stock and its `bought` hash start over and it
 //! admits more than DynamoDB holds, or a second order of a buyer who already holds the limit.
-//! When the stock condition fails, the sale is read again and as many orders as it still
-//! holds are confirmed, first come first served; when a buyer's condition fails, what the
-//! buyer holds is read and as many of that buyer's orders as the limit leaves room for are
-//! confirmed, first come first served. The rest are put as REJECTED and their reservations
-//! released. After a commit each confirmed order gets a `PaymentDue`.
+//! When the stock condition fails, the sale is read again and the orders whose units it still
+//! holds are confirmed, first come first served (an order whose quantity no longer fits is
+//! skipped, a later smaller one may still fit); when a buyer's condition fails, what the
+//! buyer holds is read and the buyer's orders that the limit leaves room for are confirmed,
+//! the same way. The rest are put as REJECTED and their reservations released. After a
+//! commit each CONFIRMED order gets a `PaymentDue`; a COD order has no payment window.
 //!
 //! The per-user limit comes from the sale item, read once per sale and batch with its stock
 //! ([`OrderStore::sale_guards`]), rather than in the event: the sale item is the authority
@@ -33,6 +35,7 @@
 //! the same for an order it claimed before (neither pending nor released), and a redelivered
 //! order that already exists repeats the effects its stored status calls for.
 
+use super::admission::Holder;
 use super::orders::{
     ConfirmRejected, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
     parse_order_placed,
@@ -159,21 +162,28 @@ async fn materialize_sale(
     }
 
     // Redelivered orders: redo what their stored status calls for.
-    let mut to_release: Vec<(Unit<NewOrder>, String)> = sorted
+    let mut to_release: Vec<(Unit<NewOrder>, Holder)> = sorted
         .rejected
         .into_iter()
         .map(|unit| {
-            let user = unit.payload.user_id.to_string();
-            (unit, user)
+            let holder = holder_of(&unit.payload);
+            (unit, holder)
         })
         .collect();
-    emf::orders(OrderStatus::Confirmed.as_str(), sorted.confirmed.len());
-    let mut to_confirm = sorted.confirmed;
+    let (mut to_confirm, kept): (Vec<_>, Vec<_>) = sorted
+        .confirmed
+        .into_iter()
+        .partition(|unit| unit.payload.confirmed_status() == OrderStatus::Confirmed);
+    emf::orders(OrderStatus::Confirmed.as_str(), to_confirm.len());
+    emf::orders(OrderStatus::Cod.as_str(), kept.len());
     for unit in sorted.existing {
         match deps.store.order(&unit.marker).await {
             Ok(Some(order)) => match order.status {
                 OrderStatus::Confirmed => to_confirm.push(unit),
-                OrderStatus::Rejected => to_release.push((unit, order.user_id.to_string())),
+                OrderStatus::Rejected => {
+                    let holder = holder_of(&unit.payload);
+                    to_release.push((unit, holder));
+                }
                 OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Cancelled => {}
             },
             Ok(None) => {
@@ -207,10 +217,10 @@ async fn materialize_sale(
             failed.extend(unit.messages);
         }
     }
-    for (unit, user) in to_release {
+    for (unit, holder) in to_release {
         if let Err(err) = deps
             .reservations
-            .release(sale_id, &unit.marker, Some(&user))
+            .release(sale_id, &unit.marker, Some(&holder))
             .await
         {
             tracing::error!(order_id = %unit.marker, error = ?err, "failed to release a rejected order's reservation");
@@ -218,6 +228,14 @@ async fn materialize_sale(
         }
     }
     failed
+}
+
+/// Who holds the order's units, as a release names them.
+fn holder_of(order: &NewOrder) -> Holder {
+    Holder {
+        user_id: order.user_id.clone(),
+        units: order.quantity,
+    }
 }
 
 /// Takes from the front of `rest` the longest run of orders that one confirmation of `store`
@@ -240,27 +258,44 @@ fn next_chunk(rest: &mut Vec<Unit<NewOrder>>, store: &dyn OrderStore) -> Vec<Uni
     std::mem::replace(rest, tail)
 }
 
-/// Removes from `chunk` and answers `buyer`'s orders beyond the first `room`, first come
-/// first served (by reservation time, then by the time-ordered id).
+/// The orders of `orders` (creation time, id, units) that `room` units hold, first come first
+/// served (by reservation time, then by the time-ordered id): an order that no longer fits
+/// is skipped, and a later smaller one may still fit.
+fn fitting(mut orders: Vec<(&str, &str, i64)>, mut room: i64) -> HashSet<String> {
+    orders.sort_unstable();
+    let mut kept = HashSet::new();
+    for (_, order, units) in orders {
+        if units <= room {
+            room -= units;
+            kept.insert(order.to_owned());
+        }
+    }
+    kept
+}
+
+/// Removes from `chunk` and answers the orders of those that `among` picks that `room` units
+/// do not hold ([`fitting`]).
 fn beyond_room(
     chunk: &mut Vec<Unit<NewOrder>>,
-    buyer: &UserId,
-    room: usize,
+    among: impl Fn(&NewOrder) -> bool,
+    room: i64,
 ) -> Vec<Unit<NewOrder>> {
-    let mut theirs: Vec<(&str, &str)> = chunk
+    let theirs = chunk
         .iter()
-        .filter(|unit| unit.payload.user_id == *buyer)
-        .map(|unit| (unit.payload.created_at.as_str(), unit.marker.as_str()))
+        .filter(|unit| among(&unit.payload))
+        .map(|unit| {
+            let order = &unit.payload;
+            (
+                order.created_at.as_str(),
+                unit.marker.as_str(),
+                order.units(),
+            )
+        })
         .collect();
-    theirs.sort_unstable();
-    let kept: HashSet<String> = theirs
-        .into_iter()
-        .take(room)
-        .map(|(_, order)| order.to_owned())
-        .collect();
+    let kept = fitting(theirs, room);
     let (keep, excess) = std::mem::take(chunk)
         .into_iter()
-        .partition(|unit| unit.payload.user_id != *buyer || kept.contains(&unit.marker));
+        .partition(|unit| !among(&unit.payload) || kept.contains(&unit.marker));
     *chunk = keep;
     excess
 }
@@ -296,8 +331,8 @@ async fn confirm_chunk(
             Err(ConfirmRejected::OverLimit(buyer)) if attempts < MAX_GUARD_ATTEMPTS => {
                 match store.buyer_units(sale_id, &buyer).await {
                     Ok(held) => {
-                        let room = usize::try_from(i64::from(per_user_limit) - held).unwrap_or(0);
-                        let excess = beyond_room(&mut chunk, &buyer, room);
+                        let room = i64::from(per_user_limit) - held;
+                        let excess = beyond_room(&mut chunk, |order| order.user_id == buyer, room);
                         if excess.is_empty() {
                             attempts += 1;
                         } else {
@@ -320,9 +355,8 @@ async fn confirm_chunk(
             Err(ConfirmRejected::SoldOut) if attempts < MAX_GUARD_ATTEMPTS => {
                 match store.stock_remaining(sale_id).await {
                     Ok(stock) => {
-                        let fits = usize::try_from(stock.unwrap_or(0)).unwrap_or(0);
-                        if fits < chunk.len() {
-                            let excess = chunk.split_off(fits);
+                        let excess = beyond_room(&mut chunk, |_| true, stock.unwrap_or(0));
+                        if !excess.is_empty() {
                             tracing::warn!(
                                 sale_id,
                                 orders = excess.len(),
@@ -352,6 +386,7 @@ mod tests {
     use super::*;
     use crate::seckill::memory::{
         GHOST, MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed, placed_later,
+        placed_units,
     };
     use crate::testing::batch;
 
@@ -619,5 +654,96 @@ mod tests {
         world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 4);
         assert_eq!(world.payments.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn orders_of_several_units_take_their_units_and_cod_is_kept_without_a_payment_window() {
+        let world = World::new(S1, 10);
+        world.store.add_sale_with_limit(S1, 10, 3);
+        world.reservations.reserve_units(S1, "o1", "ann", 0, 3);
+        world.reservations.reserve_units(S1, "o2", "bob", 0, 2);
+        let bodies = [
+            placed_units("o1", S1, "ann", 3, Some("ONLINE")),
+            placed_units("o2", S1, "bob", 2, Some("COD")),
+        ];
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 5);
+        assert_eq!(
+            (world.store.units(S1, "ann"), world.store.units(S1, "bob")),
+            (3, 2)
+        );
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Cod));
+        let order = world.store.order("o1").await.unwrap().unwrap();
+        assert_eq!((order.quantity, order.total_cents), (3, 2_970));
+        // Only the order awaiting payment has a payment window.
+        let due: Vec<String> = world
+            .payments
+            .sent()
+            .into_iter()
+            .map(|d| d.order_id)
+            .collect();
+        assert_eq!(due, ["o1"]);
+        // Redelivered: nothing changes, and the COD order still gets no window.
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 5);
+        assert_eq!(world.payments.sent().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn when_dynamodb_holds_fewer_units_orders_that_fit_are_confirmed_first_come_first_served()
+    {
+        // Redis lost its data and admitted 3 + 2 + 1 units where DynamoDB holds fewer. With 3,
+        // the first order takes them all; with 4, the second (2) no longer fits in the 1 left,
+        // but the third, later and smaller, does.
+        for (stock, confirmed) in [(3, vec!["o1"]), (4, vec!["o1", "o3"])] {
+            let world = World::new(S1, stock);
+            let orders = [("o1", "ann", 3), ("o2", "bob", 2), ("o3", "cid", 1)];
+            let mut bodies = Vec::new();
+            for (i, (order, user, units)) in orders.into_iter().enumerate() {
+                world.reservations.reserve_units(S1, order, user, 0, units);
+                let mut body: serde_json::Value =
+                    serde_json::from_str(&placed_units(order, S1, user, units, None)).unwrap();
+                body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
+                bodies.push(body.to_string());
+            }
+            world.consume(&bodies).await;
+            let kept: Vec<&str> = ["o1", "o2", "o3"]
+                .into_iter()
+                .filter(|o| world.store.status(o) == Some(OrderStatus::Confirmed))
+                .collect();
+            assert_eq!(kept, confirmed, "DynamoDB stock {stock}");
+            assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+            // The rejected order's 2 units went back to Redis, whole and once.
+            assert!(
+                world
+                    .reservations
+                    .released_of(S1)
+                    .contains(&"o2".to_owned())
+            );
+            assert_eq!(
+                world.store.stock(S1),
+                stock - if stock == 3 { 3 } else { 4 }
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_buyer_over_the_limit_in_units_is_refused_by_dynamodb() {
+        // Redis lost its `bought` hash: ann, who holds 2 of a limit of 3, was admitted 2 more.
+        let world = World::new(S1, 10);
+        world.store.add_sale_with_limit(S1, 10, 3);
+        world.reservations.reserve_units(S1, "o1", "ann", 0, 2);
+        world
+            .consume(&[placed_units("o1", S1, "ann", 2, None)])
+            .await;
+        world.reservations.forget_buyers(S1);
+        world.reservations.reserve_units(S1, "o2", "ann", 0, 2);
+        world
+            .consume(&[placed_units("o2", S1, "ann", 2, None)])
+            .await;
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+        assert_eq!(world.store.units(S1, "ann"), 2);
+        assert_eq!(world.store.stock(S1), 8);
     }
 }

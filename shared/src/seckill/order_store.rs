@@ -1,6 +1,8 @@
 //! DynamoDB adapter of [`OrderStore`]: the orders and sales in the commerce table (key design
 //! in [`super::keys`]).
 
+use super::admission::Holder;
+use super::checkout::Address;
 use super::keys::{
     BUYER_SK, ORDER_SK, SALE_SK, buyer_pk, order_pk, sale_pk, user_orders_pk, user_orders_sk,
 };
@@ -21,7 +23,13 @@ use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use std::collections::HashMap;
+
+/// The units of every order in `units`.
+fn total_units(units: &[Unit<NewOrder>]) -> i64 {
+    units.iter().map(|unit| unit.payload.units()).sum()
+}
 
 /// The index of a user's orders, newest first.
 const USER_ORDERS_INDEX: &str = "gsi1";
@@ -40,17 +48,52 @@ pub(crate) const LIMITS: OrderLimits = OrderLimits {
     cancel: (MAX_TRANSACTION_ITEMS - 1) / 2,
 };
 
-/// Each distinct buyer and how many of `buyers` are theirs, in order of first appearance: one
-/// transaction may write a buyer's item only once.
-pub(crate) fn per_buyer<'a>(buyers: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, i64)> {
+/// Each distinct buyer and the sum of their orders' units, from `(buyer, units)` per order, in
+/// order of first appearance: one transaction may write a buyer's item only once.
+pub(crate) fn per_buyer<'a>(
+    orders: impl IntoIterator<Item = (&'a str, i64)>,
+) -> Vec<(&'a str, i64)> {
     let mut counts: Vec<(&str, i64)> = Vec::new();
-    for buyer in buyers {
+    for (buyer, units) in orders {
         match counts.iter_mut().find(|(seen, _)| *seen == buyer) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((buyer, 1)),
+            Some((_, k)) => *k += units,
+            None => counts.push((buyer, units)),
         }
     }
     counts
+}
+
+/// The address as a map attribute (absent optional fields left out).
+fn address_attribute(address: &Address) -> AttributeValue {
+    let mut fields = HashMap::from([
+        ("recipient".to_owned(), s(&address.recipient)),
+        ("line1".to_owned(), s(&address.line1)),
+        ("city".to_owned(), s(&address.city)),
+        ("postalCode".to_owned(), s(&address.postal_code)),
+        ("country".to_owned(), s(&address.country)),
+    ]);
+    for (name, value) in [("line2", &address.line2), ("phone", &address.phone)] {
+        if let Some(value) = value {
+            fields.insert(name.to_owned(), s(value));
+        }
+    }
+    AttributeValue::M(fields)
+}
+
+fn address_from(value: &AttributeValue) -> anyhow::Result<Address> {
+    let fields = value
+        .as_m()
+        .map_err(|_| anyhow::anyhow!("stored address is not a map"))?;
+    let optional = |name: &str| fields.get(name).and_then(|v| v.as_s().ok()).cloned();
+    Ok(Address {
+        recipient: get_s(fields, "recipient")?.to_owned(),
+        line1: get_s(fields, "line1")?.to_owned(),
+        line2: optional("line2"),
+        city: get_s(fields, "city")?.to_owned(),
+        postal_code: get_s(fields, "postalCode")?.to_owned(),
+        country: get_s(fields, "country")?.to_owned(),
+        phone: optional("phone"),
+    })
 }
 
 /// The orders and sales of the commerce table.
@@ -73,11 +116,19 @@ impl DynamoOrderStore {
 
     fn put_order(&self, order: &NewOrder, status: OrderStatus) -> TransactWriteItem {
         let mut item = key(order_pk(&order.order_id), ORDER_SK);
+        if let Some(address) = &order.address {
+            item.insert("address".to_owned(), address_attribute(address));
+        }
+        if let Some(method) = order.payment_method {
+            item.insert("paymentMethod".to_owned(), s(method.as_str()));
+        }
         item.extend([
             ("orderId".to_owned(), s(&order.order_id)),
             ("saleId".to_owned(), s(&order.sale_id)),
             ("userId".to_owned(), s(order.user_id.as_str())),
             ("priceCents".to_owned(), n(order.price_cents)),
+            ("quantity".to_owned(), n(order.quantity)),
+            ("totalCents".to_owned(), n(order.total_cents())),
             ("status".to_owned(), s(status.as_str())),
             ("createdAt".to_owned(), s(&order.created_at)),
             (
@@ -136,9 +187,15 @@ impl DynamoOrderStore {
             .await
     }
 
-    /// One transaction of an order per unit, each written as `status`.
-    fn put_orders(&self, units: &[Unit<NewOrder>], status: OrderStatus) -> Transaction<UnitItem> {
-        Transaction::of_units(units, |unit| self.put_order(&unit.payload, status))
+    /// One transaction of an order per unit, each written as `status` of it.
+    fn put_orders(
+        &self,
+        units: &[Unit<NewOrder>],
+        status: impl Fn(&NewOrder) -> OrderStatus,
+    ) -> Transaction<UnitItem> {
+        Transaction::of_units(units, |unit| {
+            self.put_order(&unit.payload, status(&unit.payload))
+        })
     }
 }
 
@@ -149,13 +206,22 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
         .and_then(|v| v.as_s().ok())
         .map(|raw| PaymentMethod::parse(raw).context("stored paymentMethod is unknown"))
         .transpose()?;
+    let price_cents: u64 = get_n(item, "priceCents")?;
+    // Orders written before orders had a quantity are one unit.
+    let quantity: u32 = match item.get("quantity") {
+        Some(_) => get_n(item, "quantity")?,
+        None => 1,
+    };
     Ok(Order {
         order_id: get_s(item, "orderId")?.to_owned(),
         sale_id: get_s(item, "saleId")?.to_owned(),
         user_id: UserId::parse(get_s(item, "userId")?).context("stored userId is malformed")?,
-        price_cents: get_n(item, "priceCents")?,
+        price_cents,
+        quantity,
+        total_cents: price_cents.saturating_mul(u64::from(quantity)),
         status: OrderStatus::parse(status).context("stored status is unknown")?,
         created_at: get_s(item, "createdAt")?.to_owned(),
+        address: item.get("address").map(address_from).transpose()?,
         payment_method: method,
         paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
     })
@@ -177,8 +243,12 @@ impl OrderStore for DynamoOrderStore {
         // Orders first, then buyers, then the sale: a cancellation reports the first failed
         // condition, so a redelivered order shows as such before its buyer's count would seem
         // to exceed the limit because of it.
-        let mut transaction = self.put_orders(units, OrderStatus::Confirmed);
-        let buyers = per_buyer(units.iter().map(|unit| unit.payload.user_id.as_str()));
+        let mut transaction = self.put_orders(units, NewOrder::confirmed_status);
+        let buyers = per_buyer(
+            units
+                .iter()
+                .map(|unit| (unit.payload.user_id.as_str(), unit.payload.units())),
+        );
         for (index, (buyer, k)) in buyers.iter().enumerate() {
             transaction = transaction.push(
                 UnitItem::Guard(index),
@@ -189,7 +259,7 @@ impl OrderStore for DynamoOrderStore {
             .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
             .update_expression("SET stockRemaining = stockRemaining - :n")
             .condition_expression("stockRemaining >= :n")
-            .expression_attribute_values(":n", n(units.len()));
+            .expression_attribute_values(":n", n(total_units(units)));
         transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table.name, update));
         match transaction.commit(&self.table.client).await {
             Ok(()) => Ok(()),
@@ -218,13 +288,13 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
-        self.put_orders(units, OrderStatus::Rejected)
+        self.put_orders(units, |_| OrderStatus::Rejected)
             .commit_units(&self.table.client)
             .await
     }
 
     #[tracing::instrument(skip(self, units), fields(units = units.len()))]
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected> {
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
         let now = crate::clock::now_rfc3339();
         let mut transaction = Transaction::of_units(units, |unit| {
             let update = Update::builder()
@@ -237,7 +307,10 @@ impl OrderStore for DynamoOrderStore {
                 .expression_attribute_values(":now", s(&now));
             update_in(&self.table.name, update)
         });
-        let buyers = per_buyer(units.iter().map(|unit| unit.payload.as_str()));
+        let buyers = per_buyer(units.iter().map(|unit| {
+            let holder = &unit.payload;
+            (holder.user_id.as_str(), i64::from(holder.units))
+        }));
         for (index, (buyer, k)) in buyers.iter().enumerate() {
             transaction =
                 transaction.push(UnitItem::Guard(index), self.take_units(sale_id, buyer, *k));
@@ -246,7 +319,10 @@ impl OrderStore for DynamoOrderStore {
             .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
             .update_expression("SET stockRemaining = stockRemaining + :n")
             .condition_expression("attribute_exists(stockRemaining)")
-            .expression_attribute_values(":n", n(units.len()));
+            .expression_attribute_values(
+                ":n",
+                n(units.iter().map(|unit| unit.payload.units).sum::<u32>()),
+            );
         transaction
             .push(UnitItem::Aggregate, update_in(&self.table.name, update))
             .commit_units(&self.table.client)

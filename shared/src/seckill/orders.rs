@@ -8,10 +8,10 @@
 //! buyer). While it is `PENDING`, its owner reads it from Redis ([`PendingOrders`]): the
 //! order id names its sale ([`OrderId`]).
 
+use super::admission::Holder;
+use super::checkout::Address;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
-use crate::events::{
-    Envelope, EventError, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1,
-};
+use crate::events::{Envelope, EventError, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1};
 use crate::ids::{OrderId, SaleId, UserId, valid_id};
 use crate::once::{Rejected, Unit};
 use async_trait::async_trait;
@@ -110,9 +110,16 @@ pub struct Order {
     pub sale_id: String,
     #[serde(skip)]
     pub user_id: UserId,
+    /// The unit price.
     pub price_cents: u64,
+    pub quantity: u32,
+    /// `price_cents` x `quantity`.
+    pub total_cents: u64,
     pub status: OrderStatus,
     pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<Address>,
+    /// Chosen at checkout, or how it was paid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payment_method: Option<PaymentMethod>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,9 +132,35 @@ pub struct NewOrder {
     pub order_id: String,
     pub sale_id: String,
     pub user_id: UserId,
+    /// The unit price.
     pub price_cents: u64,
+    /// Units reserved, at least 1.
+    pub quantity: u32,
     /// When the reservation was made: the same on every redelivery.
     pub created_at: String,
+    pub address: Option<Address>,
+    /// Chosen at checkout: `COD` is kept for delivery as soon as it is confirmed.
+    pub payment_method: Option<PaymentMethod>,
+}
+
+impl NewOrder {
+    /// The units as DynamoDB's counters take them.
+    pub fn units(&self) -> i64 {
+        i64::from(self.quantity)
+    }
+
+    pub fn total_cents(&self) -> u64 {
+        self.price_cents.saturating_mul(u64::from(self.quantity))
+    }
+
+    /// What the order is when the stock and the buyer's limit admit it: `COD` when chosen at
+    /// checkout (kept for delivery, no payment window), else `CONFIRMED` (awaiting payment).
+    pub fn confirmed_status(&self) -> OrderStatus {
+        match self.payment_method {
+            Some(PaymentMethod::Cod) => OrderStatus::Cod,
+            _ => OrderStatus::Confirmed,
+        }
+    }
 }
 
 /// Why an event's payload is not a valid order.
@@ -146,12 +179,18 @@ impl TryFrom<OrderPlaced> for NewOrder {
         let user_id = UserId::parse(&event.user_id).map_err(|_| InvalidOrder("userId"))?;
         let at = crate::clock::from_epoch_ms(event.reserved_at_ms)
             .ok_or(InvalidOrder("reservedAtMs"))?;
+        if event.quantity == 0 {
+            return Err(InvalidOrder("quantity"));
+        }
         Ok(Self {
             order_id: event.order_id,
             sale_id: sale_id.as_str().to_owned(),
             user_id,
             price_cents: event.price_cents,
+            quantity: event.quantity,
             created_at: crate::clock::format(at),
+            address: event.address,
+            payment_method: event.payment_method,
         })
     }
 }
@@ -165,9 +204,9 @@ pub enum OrderEventError {
     Invalid(#[from] InvalidOrder),
 }
 
-/// An `OrderPlaced` v1 message as the order to materialize.
+/// An `OrderPlaced` message (v1 or v2) as the order to materialize.
 pub fn parse_order_placed(body: &str) -> Result<NewOrder, OrderEventError> {
-    let envelope: Envelope<OrderPlaced> = parse_v1(body, ORDER_PLACED)?;
+    let envelope: Envelope<OrderPlaced> = crate::events::parse_order_placed(body)?;
     Ok(NewOrder::try_from(envelope.payload)?)
 }
 
@@ -240,12 +279,13 @@ pub enum ConfirmRejected {
 pub trait OrderStore: Send + Sync {
     /// How many units one call of each of the commits takes.
     fn limits(&self) -> OrderLimits;
-    /// In one transaction: each unit's order put as CONFIRMED (absent before, else
-    /// [`ConfirmRejected::AlreadyApplied`]); per buyer of the units, `units += k` on the
-    /// buyer's item, which must stay at most `per_user_limit` (else
-    /// [`ConfirmRejected::OverLimit`]); and the sale's `stockRemaining -= units.len()`, which
-    /// must stay at least 0 (else [`ConfirmRejected::SoldOut`]). The first failing condition
-    /// in that order is the one reported.
+    /// In one transaction: each order put as its [`NewOrder::confirmed_status`] (absent
+    /// before, else [`ConfirmRejected::AlreadyApplied`] with the indices of those that
+    /// exist); per buyer, `units += k` on the buyer's item, `k` the sum of the buyer's
+    /// orders' quantities, which must stay at most `per_user_limit` (else
+    /// [`ConfirmRejected::OverLimit`]); and the sale's `stockRemaining -=` the sum of every
+    /// order's quantity, which must stay at least 0 (else [`ConfirmRejected::SoldOut`]). The
+    /// first failing condition in that order is the one reported.
     async fn confirm_orders(
         &self,
         sale_id: &str,
@@ -254,10 +294,11 @@ pub trait OrderStore: Send + Sync {
     ) -> Result<(), ConfirmRejected>;
     /// In one transaction: each unit's order put as REJECTED (absent before); no stock change.
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected>;
-    /// In one transaction: each unit's order (marker = order id, payload = its holder)
+    /// In one transaction: each order (marker = order id, payload = its holder and quantity)
     /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]), per holder `units -= k` on
-    /// the buyer's item, and the sale's `stockRemaining += units.len()`.
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<String>]) -> Result<(), Rejected>;
+    /// the buyer's item (`k` the sum of their orders' quantities), and the sale's
+    /// `stockRemaining +=` the sum of every order's quantity.
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected>;
     /// The sale's `stockRemaining`, strongly consistent; `None` for an unknown sale.
     async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError>;
     /// The sale's stock and per-user limit in one strongly consistent read; `None` for an
@@ -290,6 +331,8 @@ pub struct PendingReservation {
     pub order_id: String,
     pub user_id: String,
     pub reserved_at_ms: i64,
+    /// The units it reserved.
+    pub units: u32,
 }
 
 /// The Redis side of the reservations.
@@ -303,19 +346,20 @@ pub trait Reservations: Send + Sync {
     /// release without a holder no longer gives its unit back. Idempotent: an order neither
     /// pending nor released is one this consumer claimed before.
     async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>>;
-    /// Gives the unit back at most once per order (the `released` set): without a `holder`
-    /// only a reservation still pending; with the user who holds it, also an order confirmed
-    /// since. `true` when this call gave it back.
+    /// Gives the order's units back at most once per order (the `released` set): without a
+    /// `holder` only a reservation still pending (its entry says how many units); with the
+    /// user who holds it and its quantity, also an order confirmed since. `true` when this
+    /// call gave them back.
     async fn release(
         &self,
         sale_id: &str,
         order_id: &str,
-        holder: Option<&str>,
+        holder: Option<&Holder>,
     ) -> anyhow::Result<bool>;
     async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>>;
     /// The units left to reserve; `None` when the sale is not (or no longer) in Redis.
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>>;
-    /// Lowers the stock to at most `dynamo_stock_remaining` minus the pending reservations,
+    /// Lowers the stock to at most `dynamo_stock_remaining` minus the pending reservations' units,
     /// atomically (`cap.lua`), never raising it; returns the units it took away (0 when the
     /// stock was within that ceiling or the sale is not in Redis).
     async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64>;
@@ -349,7 +393,7 @@ pub trait PendingOrders: Send + Sync {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum OrderView {
-    Materialized(Order),
+    Materialized(Box<Order>),
     Pending(PendingOrder),
 }
 
@@ -373,7 +417,7 @@ pub async fn find_order(
     order_id: &str,
 ) -> Result<Option<OrderView>, OrderStoreError> {
     if let Some(order) = store.order(order_id).await? {
-        return Ok((order.user_id == *caller).then_some(OrderView::Materialized(order)));
+        return Ok((order.user_id == *caller).then_some(OrderView::Materialized(Box::new(order))));
     }
     let Ok(id) = OrderId::parse(order_id) else {
         return Ok(None);

@@ -9,17 +9,18 @@
 //! `released` set. A message that finds its order already CANCELLED repeats the release, a
 //! no-op unless the first attempt crashed between the two stores.
 
+use super::admission::Holder;
 use super::orders::{OrderStatus, OrderStore, Reservations, parse_payment_due};
 use crate::consumer::{Message, parse_each};
 use crate::emf;
 use crate::once::{Through, Unit, apply_once, merge};
 
-/// One sale's orders in a batch (marker = order id, payload = its holder): those to cancel,
-/// and those to release.
+/// One sale's orders in a batch (marker = order id, payload = its holder and units): those to
+/// cancel, and those to release.
 struct SaleWork {
     sale_id: String,
-    to_cancel: Vec<Unit<String>>,
-    to_release: Vec<Unit<String>>,
+    to_cancel: Vec<Unit<Holder>>,
+    to_release: Vec<Unit<Holder>>,
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -35,11 +36,11 @@ pub async fn handle_batch(
         parsed
             .events
             .into_iter()
-            .map(|(message, due)| Unit::new(due.order_id, message, String::new()))
+            .map(|(message, due)| Unit::new(due.order_id, message, ()))
             .collect(),
     );
     let mut sales: Vec<SaleWork> = Vec::new();
-    for mut unit in units {
+    for unit in units {
         let order = match store.order(&unit.marker).await {
             Ok(Some(order)) => order,
             Ok(None) => {
@@ -63,7 +64,14 @@ pub async fn handle_batch(
                 sales.len() - 1
             }
         };
-        unit.payload = order.user_id.to_string();
+        let unit = Unit {
+            marker: unit.marker,
+            messages: unit.messages,
+            payload: Holder {
+                user_id: order.user_id.clone(),
+                units: order.quantity,
+            },
+        };
         match order.status {
             OrderStatus::Confirmed => sales[index].to_cancel.push(unit),
             OrderStatus::Cancelled => sales[index].to_release.push(unit),
@@ -119,6 +127,7 @@ pub async fn handle_batch(
 mod tests {
     use super::*;
     use crate::ids::UserId;
+    use crate::seckill::memory::placed_units;
     use crate::seckill::memory::{
         MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
     };
@@ -221,5 +230,41 @@ mod tests {
         assert_eq!(store.status("o2"), Some(OrderStatus::Cod));
         assert_eq!(store.stock(S1), 8);
         assert!(reservations.released_of(S1).is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_unpaid_order_of_several_units_gives_them_all_back_and_cod_is_left_alone() {
+        let store = MemoryOrders::default();
+        store.add_sale_with_limit(S1, 10, 3);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+        };
+        reservations.reserve_units(S1, "o1", "a", 0, 3);
+        reservations.reserve_units(S1, "o2", "b", 0, 2);
+        let bodies = [
+            placed_units("o1", S1, "a", 3, Some("ONLINE")),
+            placed_units("o2", S1, "b", 2, Some("COD")),
+        ];
+        assert!(
+            order_consumer::handle_batch(deps, batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.stock(S1), 5);
+        assert_eq!(reservations.stock_of(S1), -5);
+
+        // Both windows end (the COD order never had one; a stray message changes nothing).
+        time_out(&store, &reservations, &[due("o1", S1), due("o2", S1)]).await;
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.status("o2"), Some(OrderStatus::Cod));
+        assert_eq!(store.stock(S1), 8);
+        assert_eq!((store.units(S1, "a"), store.units(S1, "b")), (0, 2));
+        assert_eq!(reservations.stock_of(S1), -2);
+        assert_eq!(reservations.bought_of(S1, "a"), 0);
+        assert_eq!(reservations.released_of(S1), ["o1"]);
     }
 }

@@ -78,7 +78,9 @@ pub struct SaleReport {
     pub redis_stock: Option<i64>,
     pub dynamo_stock_remaining: Option<i64>,
     pub pending: usize,
+    /// Orphaned reservations given back, and their units.
     pub released: usize,
+    pub released_units: u64,
     pub confirmed: usize,
     /// Units taken off the Redis stock because it exceeded what DynamoDB can still confirm
     /// (`cap.lua`): Redis had lost admissions.
@@ -144,6 +146,7 @@ async fn reconcile_sale(
         dynamo_stock_remaining,
         pending: pending.len(),
         released: 0,
+        released_units: 0,
         confirmed: 0,
         capped: 0,
     };
@@ -162,8 +165,9 @@ async fn reconcile_sale(
                     .release(sale_id, &reservation.order_id, None)
                     .await?
                 {
-                    tracing::warn!(sale_id, order_id = %reservation.order_id, "released an orphaned reservation");
+                    tracing::warn!(sale_id, order_id = %reservation.order_id, units = reservation.units, "released an orphaned reservation");
                     report.released += 1;
+                    report.released_units += u64::from(reservation.units);
                 }
             }
             Some(_) => materialized.push(reservation.order_id),
@@ -198,7 +202,7 @@ async fn reconcile_sale(
     );
     let drift = report.redis_stock.zip(report.dynamo_stock_remaining);
     crate::emf::reconciled(
-        report.released,
+        report.released_units,
         u64::try_from(report.capped).unwrap_or(0),
         drift.map(|(redis, dynamo)| redis - dynamo),
     );

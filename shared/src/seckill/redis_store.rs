@@ -4,11 +4,11 @@
 //!
 //! The key design is in [`super::keys`].
 
-use super::admission::{Admission, AdmissionError, Reservation, Verdict};
+use super::admission::{Admission, AdmissionError, Holder, Reservation, Verdict};
 use super::keys::{SaleKeys, order_rate_key};
 use super::sale::{Sale, SaleCache, SaleDetail, StoreError};
 use crate::clock::epoch_ms;
-use crate::ids::{SaleId, UserId};
+use crate::ids::SaleId;
 use crate::script::LuaScript;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -118,6 +118,12 @@ impl SaleCache for RedisSales {
 
 fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
     let status = reply.first().map(String::as_str).unwrap_or_default();
+    let count = || -> anyhow::Result<u32> {
+        reply
+            .get(2)
+            .and_then(|n| n.parse().ok())
+            .with_context(|| format!("the reserve script answered {status} without a count"))
+    };
     Ok(match status {
         "OK" => Verdict::Reserved {
             price_cents: reply
@@ -129,8 +135,9 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
         "NOT_STARTED" => Verdict::NotStarted,
         "ENDED" => Verdict::Ended,
         "RATE_LIMITED" => Verdict::RateLimited,
-        "LIMIT_REACHED" => Verdict::LimitReached,
+        "LIMIT_REACHED" => Verdict::LimitReached { room: count()? },
         "SOLD_OUT" => Verdict::SoldOut,
+        "NOT_ENOUGH_STOCK" => Verdict::NotEnoughStock { left: count()? },
         other => anyhow::bail!("the reserve script answered {other:?}"),
     })
 }
@@ -157,7 +164,8 @@ impl Admission for RedisSales {
                 call.arg(r.user_id.as_str())
                     .arg(&r.order_id)
                     .arg(r.now_ms)
-                    .arg(r.rate_limit_per_second);
+                    .arg(r.rate_limit_per_second)
+                    .arg(r.checkout.quantity);
             })
             .await
             .context("the reserve script failed")?;
@@ -169,7 +177,7 @@ impl Admission for RedisSales {
         &self,
         sale_id: &SaleId,
         order_id: &str,
-        holder: Option<&UserId>,
+        holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError> {
         let keys = SaleKeys::new(sale_id.as_str());
         let script_keys = [&keys.stock, &keys.bought, &keys.pending, &keys.released];
@@ -177,7 +185,8 @@ impl Admission for RedisSales {
             .release
             .call(&self.connection, &script_keys.map(String::as_str), |call| {
                 call.arg(order_id)
-                    .arg(holder.map(UserId::as_str).unwrap_or(""));
+                    .arg(holder.map_or("", |holder| holder.user_id.as_str()))
+                    .arg(holder.map_or(1, |holder| holder.units));
             })
             .await
             .context("the release script failed")?;
@@ -197,9 +206,18 @@ mod tests {
             Verdict::Reserved { price_cents: 500 }
         );
         assert_eq!(
-            verdict(&reply(&["SOLD_OUT", "500"])).unwrap(),
+            verdict(&reply(&["SOLD_OUT", "500", ""])).unwrap(),
             Verdict::SoldOut
         );
+        assert_eq!(
+            verdict(&reply(&["LIMIT_REACHED", "500", "1"])).unwrap(),
+            Verdict::LimitReached { room: 1 }
+        );
+        assert_eq!(
+            verdict(&reply(&["NOT_ENOUGH_STOCK", "500", "2"])).unwrap(),
+            Verdict::NotEnoughStock { left: 2 }
+        );
+        assert!(verdict(&reply(&["NOT_ENOUGH_STOCK", "500", ""])).is_err());
         assert_eq!(
             verdict(&reply(&["UNKNOWN_SALE", ""])).unwrap(),
             Verdict::UnknownSale

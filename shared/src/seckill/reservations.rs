@@ -4,13 +4,13 @@
 //! `claim.lua` (contract at its top) makes a release and a confirmation exclusive. Also the
 //! Redis adapter of [`PendingOrders`]: an admitted order's owner, for `GET /orders/{orderId}`.
 
-use super::admission::Admission;
+use super::admission::{Admission, Holder};
 use super::keys::SaleKeys;
 use super::orders::{AdmittedOrder, PendingOrders, PendingReservation, Reservations};
 use super::redis_store::RedisSales;
 use crate::cloud::RedisSetupError;
 use crate::config::Env;
-use crate::ids::{SaleId, UserId};
+use crate::ids::SaleId;
 use crate::script::LuaScript;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -84,6 +84,27 @@ impl RedisReservations {
     }
 }
 
+/// A `pending` entry, `userId:reservedAtMs:units` (user ids never hold ':'); an entry written
+/// before orders had a quantity, `userId:reservedAtMs`, is one unit.
+fn parse_pending(order_id: String, entry: &str) -> Option<PendingReservation> {
+    let mut fields = entry.split(':');
+    let user_id = fields.next()?.to_owned();
+    let reserved_at_ms = fields.next()?.parse().ok()?;
+    let units = match fields.next() {
+        Some(units) => units.parse().ok().filter(|units| *units > 0)?,
+        None => 1,
+    };
+    if fields.next().is_some() {
+        return None;
+    }
+    Some(PendingReservation {
+        order_id,
+        user_id,
+        reserved_at_ms,
+        units,
+    })
+}
+
 #[async_trait]
 impl Reservations for RedisReservations {
     #[tracing::instrument(skip(self, order_ids), fields(orders = order_ids.len()))]
@@ -122,15 +143,11 @@ impl Reservations for RedisReservations {
         &self,
         sale_id: &str,
         order_id: &str,
-        holder: Option<&str>,
+        holder: Option<&Holder>,
     ) -> anyhow::Result<bool> {
-        let holder = holder
-            .map(UserId::parse)
-            .transpose()
-            .context("the holder is not a user id")?;
         Ok(self
             .sales
-            .release(&self::sale_id(sale_id)?, order_id, holder.as_ref())
+            .release(&self::sale_id(sale_id)?, order_id, holder)
             .await?)
     }
 
@@ -144,17 +161,9 @@ impl Reservations for RedisReservations {
             .context("failed to read pending reservations")?;
         let mut pending = Vec::with_capacity(entries.len());
         for (order_id, entry) in entries {
-            // `userId:reservedAtMs`; user ids never hold ':'.
-            let parsed = entry
-                .rsplit_once(':')
-                .and_then(|(user, at)| Some((user.to_owned(), at.parse().ok()?)));
-            match parsed {
-                Some((user_id, reserved_at_ms)) => pending.push(PendingReservation {
-                    order_id,
-                    user_id,
-                    reserved_at_ms,
-                }),
-                None => tracing::error!(sale_id, order_id, "malformed pending entry"),
+            match parse_pending(order_id, &entry) {
+                Some(reservation) => pending.push(reservation),
+                None => tracing::error!(sale_id, entry, "malformed pending entry"),
             }
         }
         pending.sort_by_key(|p| p.reserved_at_ms);
@@ -201,5 +210,23 @@ impl PendingOrders for RedisReservations {
             .await
             .context("failed to read an admitted order")?;
         Ok(owner.map(|user_id| AdmittedOrder { user_id, released }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_entries_carry_their_units_and_old_ones_are_one_unit() {
+        let parsed = parse_pending("o".into(), "ann:1700:3").unwrap();
+        assert_eq!(
+            (parsed.user_id.as_str(), parsed.reserved_at_ms, parsed.units),
+            ("ann", 1700, 3)
+        );
+        assert_eq!(parse_pending("o".into(), "ann:1700").unwrap().units, 1);
+        for bad in ["ann", "ann:x", "ann:1700:0", "ann:1700:2:9", "ann:1700:-2"] {
+            assert_eq!(parse_pending("o".into(), bad), None, "{bad}");
+        }
     }
 }

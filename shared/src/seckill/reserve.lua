@@ -1,9 +1,10 @@
--- reserve.lua: admits one order of a flash sale, atomically, or says why not.
+-- reserve.lua: admits one order of a flash sale, all its units or none, atomically, or says
+-- why not.
 --
 -- KEYS[1] sale:{id}:info       hash: startsAtMs, endsAtMs, perUserLimit, priceCents, ...
 -- KEYS[2] sale:{id}:stock      integer: units left to reserve
 -- KEYS[3] sale:{id}:bought     hash userId -> units the user holds
--- KEYS[4] sale:{id}:pending    hash orderId -> "userId:reservedAtMs"
+-- KEYS[4] sale:{id}:pending    hash orderId -> "userId:reservedAtMs:units"
 -- KEYS[5] user:{u}:order-rate  integer: the user's order attempts, on every sale, in the
 --                              current one-second window
 -- KEYS[6] sale:{id}:orders     hash orderId -> userId: every admitted order's owner (never removed)
@@ -11,11 +12,14 @@
 -- ARGV[2] orderId (fresh, unique)
 -- ARGV[3] now, epoch milliseconds (the caller's clock: Lua's time is not replicated)
 -- ARGV[4] attempts allowed per user per second
+-- ARGV[5] units to reserve, at least 1 (the route checked it)
 --
--- Returns {status, priceCents}: status is OK (one unit reserved for orderId, its owner
+-- Returns {status, priceCents, n}: status is OK (the units reserved for orderId, its owner
 -- recorded in `orders`, so that the order reads as PENDING until it is materialized) or, with
--- nothing reserved, RATE_LIMITED, UNKNOWN_SALE, NOT_STARTED, ENDED, LIMIT_REACHED or
--- SOLD_OUT, checked in that order (priceCents is '' for RATE_LIMITED and UNKNOWN_SALE).
+-- nothing reserved, RATE_LIMITED, UNKNOWN_SALE, NOT_STARTED, ENDED, LIMIT_REACHED (n: the
+-- units the user may still buy, maybe 0), SOLD_OUT, or NOT_ENOUGH_STOCK (n: the units left,
+-- at least 1, fewer than asked), checked in that order (priceCents is '' for RATE_LIMITED and
+-- UNKNOWN_SALE; n is '' unless stated).
 --
 -- Every attempt counts against the rate limit, first, whatever it answers and whichever sale
 -- it names: probing a sale before it starts, after it ended, or sales that do not exist costs
@@ -47,17 +51,26 @@ if now >= tonumber(sale[2]) then
   return {'ENDED', sale[4]}
 end
 
+local units = tonumber(ARGV[5])
 local bought = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-if bought >= tonumber(sale[3]) then
-  return {'LIMIT_REACHED', sale[4]}
+local limit = tonumber(sale[3])
+if bought + units > limit then
+  local room = limit - bought
+  if room < 0 then
+    room = 0
+  end
+  return {'LIMIT_REACHED', sale[4], tostring(room)}
 end
 local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
 if stock <= 0 then
-  return {'SOLD_OUT', sale[4]}
+  return {'SOLD_OUT', sale[4], ''}
+end
+if stock < units then
+  return {'NOT_ENOUGH_STOCK', sale[4], tostring(stock)}
 end
 
-redis.call('DECR', KEYS[2])
-redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
-redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3])
+redis.call('DECRBY', KEYS[2], units)
+redis.call('HINCRBY', KEYS[3], ARGV[1], units)
+redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3] .. ':' .. units)
 redis.call('HSET', KEYS[6], ARGV[2], ARGV[1])
-return {'OK', sale[4]}
+return {'OK', sale[4], ''}

@@ -4,6 +4,7 @@
 //! never DynamoDB.
 
 use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
+use super::checkout::{Checkout, CheckoutDto};
 use super::sale::{
     self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleState,
     SaleStore,
@@ -173,8 +174,11 @@ impl From<PlaceOrderError> for ApiError {
             PlaceOrderError::UnknownSale => ApiError::not_found(message),
             PlaceOrderError::NotStarted => ApiError::conflict("NOT_STARTED", message),
             PlaceOrderError::Ended => ApiError::conflict("ENDED", message),
-            PlaceOrderError::LimitReached => ApiError::conflict("LIMIT_REACHED", message),
+            PlaceOrderError::LimitReached { .. } => ApiError::conflict("LIMIT_REACHED", message),
             PlaceOrderError::SoldOut => ApiError::conflict("SOLD_OUT", message),
+            PlaceOrderError::NotEnoughStock { .. } => {
+                ApiError::conflict("NOT_ENOUGH_STOCK", message)
+            }
             PlaceOrderError::RateLimited => {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
             }
@@ -197,7 +201,17 @@ struct AcceptedBody<'a> {
     status: &'static str,
 }
 
-/// `POST /seckill/activities/{id}/orders` (user): reserves a unit and queues the order;
+/// The order route's optional body: none (or blank) is one unit with nothing chosen.
+fn checkout(request: &Request) -> Result<Checkout, ApiError> {
+    if request.body().as_ref().iter().all(u8::is_ascii_whitespace) {
+        return Ok(Checkout::default());
+    }
+    let dto: CheckoutDto = parse_body(request)?;
+    Checkout::parse(dto).map_err(|err| ApiError::bad_request(err.to_string()))
+}
+
+/// `POST /seckill/activities/{id}/orders` (user): reserves the order's units (optional body
+/// `{quantity, address, paymentMethod}`, [`Checkout`]) and queues the order;
 /// `202 {orderId, status: "PENDING"}`, the order id naming the sale ([`OrderId`]).
 pub async fn place_order(
     route: &OrderRoute<'_>,
@@ -205,6 +219,7 @@ pub async fn place_order(
 ) -> Result<Response<Body>, ApiError> {
     let caller = Caller::from_request(&request)?;
     let sale_id = path_sale(&request)?;
+    let checkout = checkout(&request)?;
     let now = OffsetDateTime::now_utc();
     let order_id = OrderId::generate(&sale_id).to_string();
     record_id("order", &order_id);
@@ -212,6 +227,7 @@ pub async fn place_order(
         order_id,
         sale_id,
         user_id: caller.user_id,
+        checkout,
         now_ms: epoch_ms(now),
         rate_limit_per_second: route.rate_limit_per_second,
     };
@@ -236,6 +252,7 @@ mod tests {
     use super::*;
     use crate::seckill::admission::fake::{MemoryAdmission, MemoryPublisher};
     use crate::seckill::admission::{AdmissionError, Verdict};
+    use crate::seckill::orders::PaymentMethod;
     use crate::seckill::sale::fake::MemorySales;
     use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
@@ -451,7 +468,7 @@ mod tests {
             &self,
             _: &SaleId,
             _: &str,
-            _: Option<&crate::ids::UserId>,
+            _: Option<&crate::seckill::admission::Holder>,
         ) -> Result<bool, AdmissionError> {
             Err(AdmissionError(anyhow::anyhow!("broken pipe")))
         }
@@ -489,5 +506,84 @@ mod tests {
         assert!(
             rate_limit_from_env(&Env::from_pairs([("ORDER_RATE_LIMIT_PER_SECOND", "0")])).is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_checkout_body_orders_its_quantity_and_bad_fields_are_400_naming_them() {
+        let admission = MemoryAdmission::default();
+        let publisher = MemoryPublisher::default();
+        let sale = SaleId::generate();
+        let now = epoch_ms(OffsetDateTime::now_utc());
+        let open = (now - 1_000, now + 60_000, 3, 500, 4);
+        admission.sales.lock().unwrap().insert(sale.clone(), open);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 100,
+        };
+        let order = |who: &str, body: Value| {
+            let request = api_request("POST", "/o", &body.to_string(), claims_of(who));
+            place_order(&route, with_id(request, sale.as_str()))
+        };
+        let address = json!({"recipient": "Ann", "line1": "1 Rue de la Paix", "city": "Paris",
+                             "postalCode": "75002", "country": "fr"});
+
+        let refused = [
+            (json!({"quantity": 0}), "quantity must be"),
+            (json!({"quantity": "2"}), "invalid request body"),
+            (json!({"paymentMethod": "CARD"}), "paymentMethod must be"),
+            (
+                json!({"address": {"recipient": "Ann"}}),
+                "invalid request body",
+            ),
+            (
+                json!({"address": {"recipient": "Ann", "line1": "1", "city": "P",
+                                 "postalCode": "75002", "country": "FRA"}}),
+                "address.country",
+            ),
+            (json!({"colour": "red"}), "invalid request body"),
+        ];
+        for (body, message) in refused {
+            let (status, reply) = answer(order("ann", body.clone()).await);
+            assert_eq!(status, 400, "{body}: {reply}");
+            assert!(
+                reply["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(message),
+                "{reply}"
+            );
+        }
+        assert!(publisher.sent.lock().unwrap().is_empty());
+        assert_eq!(admission.stock(&sale), 4);
+
+        let body = json!({"quantity": 2, "address": address, "paymentMethod": "COD"});
+        let (status, reply) = answer(order("ann", body).await);
+        assert_eq!(status, 202, "{reply}");
+        let sent = publisher.sent.lock().unwrap()[0].payload.clone();
+        assert_eq!(
+            (sent.quantity, sent.payment_method),
+            (2, Some(PaymentMethod::Cod))
+        );
+        assert_eq!(sent.address.unwrap().country, "FR");
+        assert_eq!(admission.stock(&sale), 2);
+
+        // ann may buy 1 more; bob asks for 3 of the 2 left.
+        let (status, reply) = answer(order("ann", json!({"quantity": 2})).await);
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (409, Some("LIMIT_REACHED"))
+        );
+        assert_eq!(
+            reply["error"]["message"],
+            "you may buy 1 more unit of this sale"
+        );
+        let (status, reply) = answer(order("bob", json!({"quantity": 3})).await);
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (409, Some("NOT_ENOUGH_STOCK"))
+        );
+        assert_eq!(reply["error"]["message"], "only 2 units are left");
+        assert_eq!(admission.stock(&sale), 2);
     }
 }

@@ -101,16 +101,29 @@ impl World {
     }
 
     /// What the admission script does for one order (`reserve.lua`).
+    /// What the admission script did for an order of one unit before orders had a quantity
+    /// (a pending entry without `:units`).
     async fn reserve(&self, order: &str, user: &str, at_ms: i64) {
+        self.reserve_entry(order, user, 1, format!("{user}:{at_ms}"))
+            .await;
+    }
+
+    /// What the admission script does for an order of `units` units.
+    async fn reserve_units(&self, order: &str, user: &str, at_ms: i64, units: i64) {
+        self.reserve_entry(order, user, units, format!("{user}:{at_ms}:{units}"))
+            .await;
+    }
+
+    async fn reserve_entry(&self, order: &str, user: &str, units: i64, entry: String) {
         let keys = SaleKeys::new(&self.sale);
         let mut redis = self.redis.clone();
         let _: () = redis::pipe()
             .atomic()
-            .decr(&keys.stock, 1)
+            .decr(&keys.stock, units)
             .ignore()
-            .hincr(&keys.bought, user, 1)
+            .hincr(&keys.bought, user, units)
             .ignore()
-            .hset(&keys.pending, order, format!("{user}:{at_ms}"))
+            .hset(&keys.pending, order, entry)
             .ignore()
             .hset(&keys.orders, order, user)
             .ignore()
@@ -457,6 +470,27 @@ async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises
     let again = world.reconcile_at(110_000).await;
     assert_eq!(again.sales[0].capped, 0);
     assert_eq!(world.redis_stock().await, 4);
+
+    // Pending reservations count by their units: 3 of one order and 1 of an old-format entry
+    // leave room for 5 - 4.
+    let units = World::new(5, 8).await;
+    units.reserve_units("three", "cid", 100_000, 3).await;
+    units.reserve("one", "dan", 100_000).await;
+    assert_eq!(units.redis_stock().await, 4);
+    assert_eq!(
+        units.reservations.cap_stock(&units.sale, 5).await.unwrap(),
+        3
+    );
+    assert_eq!(units.redis_stock().await, 1);
+    // Released whole: its 3 units come back, from its own entry.
+    assert!(
+        units
+            .reservations
+            .release(&units.sale, "three", None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(units.redis_stock().await, 4);
 
     // Redis below DynamoDB (it lost releases): undersold, never raised.
     let low = World::new(5, 2).await;

@@ -7,7 +7,8 @@
 use crate::support::{clients, create_social_table, create_table, redis, unique};
 use app::clock::epoch_ms;
 use app::ids::{OrderId, SaleId, UserId};
-use app::seckill::admission::{Admission, Reservation, Verdict};
+use app::seckill::admission::{Admission, Holder, Reservation, Verdict};
+use app::seckill::checkout::Checkout;
 use app::seckill::keys::{SaleKeys, order_rate_key};
 use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{OrderView, PendingOrder, find_order};
@@ -47,6 +48,7 @@ fn attempt(sale: &Sale, user: &str, rate: u32) -> Reservation {
         sale_id: sale.id.clone(),
         user_id: UserId::parse(user).unwrap(),
         order_id: OrderId::generate(&sale.id).to_string(),
+        checkout: Checkout::default(),
         now_ms: epoch_ms(OffsetDateTime::now_utc()),
         rate_limit_per_second: rate,
     }
@@ -96,7 +98,7 @@ async fn ten_thousand_concurrent_attempts_admit_exactly_the_stock() {
                 assert_eq!(price_cents, 19_900);
                 *admitted.entry(user).or_default() += 1;
             }
-            (_, Verdict::SoldOut | Verdict::LimitReached) => refused += 1,
+            (_, Verdict::SoldOut | Verdict::LimitReached { room: 0 }) => refused += 1,
             (_, other) => panic!("unexpected verdict {other:?}"),
         }
     }
@@ -135,7 +137,7 @@ async fn window_limit_stock_rate_and_unknown_sales_are_refused() {
     // (`None`: a unit reserved).
     for (user, rate, expected) in [
         (&ann, 100, None),
-        (&ann, 100, Some(Verdict::LimitReached)),
+        (&ann, 100, Some(Verdict::LimitReached { room: 0 })),
         (&bob, 100, None),
         (&cid, 100, Some(Verdict::SoldOut)),
         // Two attempts per second: dan's third in the same second is refused before any
@@ -238,7 +240,10 @@ async fn a_reservation_is_released_once_even_if_released_twice() {
     let order = &reservation.order_id;
     assert!(sales.release(&sale.id, order, None).await.unwrap());
     assert!(!sales.release(&sale.id, order, None).await.unwrap());
-    let ann = UserId::parse(&user).unwrap();
+    let ann = Holder {
+        user_id: UserId::parse(&user).unwrap(),
+        units: 1,
+    };
     assert!(!sales.release(&sale.id, order, Some(&ann)).await.unwrap());
     assert!(
         !sales
@@ -376,4 +381,88 @@ async fn a_sale_is_created_then_published_once_in_dynamodb() {
     );
     // Creating a sale twice under one id is refused.
     assert!(store.create(&sale).await.is_err());
+}
+
+#[tokio::test]
+async fn an_order_of_several_units_is_reserved_and_released_whole() {
+    let (sales, sale) = preheated(5, 3).await;
+    let [ann, bob, cid] = ["ann", "bob", "cid"].map(unique);
+    let keys = SaleKeys::new(sale.id.as_str());
+    let mut connection = redis().await;
+    let with = |user: &str, quantity: u32| {
+        let mut reservation = attempt(&sale, user, 100);
+        reservation.checkout.quantity = quantity;
+        reservation
+    };
+
+    // ann takes 2 of her 3; 2 more would pass her limit: one fits, nothing is reserved.
+    let first = with(&ann, 2);
+    assert!(matches!(
+        sales.reserve(&first).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales.reserve(&with(&ann, 2)).await.unwrap(),
+        Verdict::LimitReached { room: 1 }
+    );
+    // bob asks for 3 of the 3 left... and gets them; then nothing is left for ann's 1.
+    let bobs = with(&bob, 3);
+    assert!(matches!(
+        sales.reserve(&bobs).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales.reserve(&with(&ann, 1)).await.unwrap(),
+        Verdict::SoldOut
+    );
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 0);
+    let entry: String = connection
+        .hget(&keys.pending, &first.order_id)
+        .await
+        .unwrap();
+    assert!(
+        entry.starts_with(&format!("{ann}:")) && entry.ends_with(":2"),
+        "{entry}"
+    );
+
+    // Releasing bob's pending order gives his 3 units back, once.
+    assert!(sales.release(&sale.id, &bobs.order_id, None).await.unwrap());
+    assert!(!sales.release(&sale.id, &bobs.order_id, None).await.unwrap());
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 3);
+    let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
+    assert_eq!(bought, HashMap::from([(ann.clone(), 2)]));
+    // bob takes 2 of the 3; cid's 2 do not fit in the 1 left: nothing reserved, and it says so.
+    assert!(matches!(
+        sales.reserve(&with(&bob, 2)).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales.reserve(&with(&cid, 2)).await.unwrap(),
+        Verdict::NotEnoughStock { left: 1 }
+    );
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 1);
+
+    // ann's confirmed order (no longer pending) comes back whole with its holder and units.
+    let _: () = connection
+        .hdel(&keys.pending, &first.order_id)
+        .await
+        .unwrap();
+    let holder = Holder {
+        user_id: UserId::parse(&ann).unwrap(),
+        units: 2,
+    };
+    assert!(
+        sales
+            .release(&sale.id, &first.order_id, Some(&holder))
+            .await
+            .unwrap()
+    );
+    let stock: i64 = connection.get(&keys.stock).await.unwrap();
+    assert_eq!(stock, 3);
+    let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
+    assert_eq!(bought, HashMap::from([(bob.clone(), 2)]));
+    cleanup(&[&sale], &[&ann, &bob, &cid]).await;
 }

@@ -306,3 +306,87 @@ async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
     assert_eq!(dynamodb_stock(&cloud, &sale).await, 0);
     cloud.stop().await;
 }
+
+#[tokio::test]
+async fn orders_of_several_units_with_an_address_cod_kept_and_an_unpaid_one_given_back_whole() {
+    let cloud = start_with(&[], &[("PaymentWindowSeconds", "2")]).await;
+    let sale = open_sale(&cloud, 5, 3).await;
+    let path = format!("/seckill/activities/{sale}/orders");
+    let address = json!({"recipient": "Ada Lovelace", "line1": "12 St James's Square",
+                         "city": "London", "postalCode": "SW1Y 4JH", "country": "gb"});
+    let (ada, bob) = (
+        Api::new(&cloud, Some("ada-q")),
+        Api::new(&cloud, Some("bob-q")),
+    );
+
+    // A bad address is a 400 that names the field, and reserves nothing.
+    let mut bad = address.clone();
+    bad["postalCode"] = json!("SW1Y#4JH");
+    let (status, body) = ada
+        .call("POST", &path, Some(json!({"quantity": 2, "address": bad})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("address.postalCode"),
+        "{body}"
+    );
+
+    // ada buys 2, cash on delivery: kept for delivery once confirmed, no payment window.
+    let cod = json!({"quantity": 2, "address": address, "paymentMethod": "COD"});
+    let (status, body) = ada.call("POST", &path, Some(cod)).await;
+    assert_eq!(status, 202, "{body}");
+    let ada_order = body["orderId"].as_str().unwrap().to_owned();
+    // bob buys 3 and never pays; then asks for 1 more than his limit allows.
+    let (status, body) = bob.call("POST", &path, Some(json!({"quantity": 3}))).await;
+    assert_eq!(status, 202, "{body}");
+    let bob_order = body["orderId"].as_str().unwrap().to_owned();
+    let answer = bob.call("POST", &path, Some(json!({"quantity": 1}))).await;
+    assert_eq!(
+        status_and_code(&answer),
+        (409, Some("LIMIT_REACHED")),
+        "{answer:?}"
+    );
+    assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 0);
+
+    eventually(WAIT, "ada's order is kept for delivery", || async {
+        (order_status(&cloud, "ada-q", &ada_order).await.as_deref() == Some("COD")).then_some(())
+    })
+    .await;
+    let (_, order) = ada.call("GET", &format!("/orders/{ada_order}"), None).await;
+    assert_eq!(
+        (order["quantity"].as_u64(), order["totalCents"].as_u64()),
+        (Some(2), Some(3998))
+    );
+    assert_eq!(order["address"]["country"], "GB");
+    assert_eq!(order["paymentMethod"], "COD");
+
+    // bob's 3 units come back to both stores when his payment window ends; ada keeps hers.
+    eventually(WAIT, "bob's unpaid order is cancelled", || async {
+        (order_status(&cloud, "bob-q", &bob_order).await.as_deref() == Some("CANCELLED"))
+            .then_some(())
+    })
+    .await;
+    eventually(WAIT, "bob's units are back in Redis", || async {
+        (detail(&cloud, &sale).await["stockRemaining"] == 3).then_some(())
+    })
+    .await;
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 3);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        order_status(&cloud, "ada-q", &ada_order).await.as_deref(),
+        Some("COD")
+    );
+    // bob may buy again, up to his limit (4 would pass it), and the 3 units are there.
+    let answer = bob.call("POST", &path, Some(json!({"quantity": 4}))).await;
+    assert_eq!(
+        status_and_code(&answer),
+        (409, Some("LIMIT_REACHED")),
+        "{answer:?}"
+    );
+    let (status, body) = bob.call("POST", &path, Some(json!({"quantity": 3}))).await;
+    assert_eq!(status, 202, "{body}");
+    cloud.stop().await;
+}
