@@ -14,9 +14,11 @@ use tokio::sync::OnceCell;
 use crate::cloud::{self, Clients};
 use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
+use crate::seckill::payment::{PaymentProvider, WebhookSecret};
 use crate::seckill::redis_store::RedisSales;
 use crate::seckill::reservations::RedisReservations;
 use crate::seckill::sale_store::DynamoSaleStore;
+use crate::seckill::sandbox::SandboxProvider;
 use crate::social::DynamoSocialStore;
 use crate::social::derived_store::DynamoDerivedStore;
 use crate::{emf, telemetry};
@@ -100,8 +102,49 @@ impl Boot {
         self.must(RedisReservations::from_env(&self.env).await)
     }
 
+    /// The payment provider named by `PAYMENT_PROVIDER` (`sandbox`), or `None` when unset: a
+    /// stack without online payment.
+    pub fn payment_provider(&self) -> Option<Box<dyn PaymentProvider>> {
+        self.must(payment_provider(&self.env))
+    }
+
+    /// The secret that signs the payment provider's callbacks: the Secrets Manager secret
+    /// `PAYMENT_SECRET_ARN` names (read once, at cold start).
+    pub async fn payment_secret(&self) -> WebhookSecret {
+        let arn = self.must(self.env.required("PAYMENT_SECRET_ARN"));
+        let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
+        self.must(cloud::webhook_secret(&client, &arn).await)
+    }
+
     /// The reservations for reading only (no script loaded).
     pub async fn reservation_reader(&self) -> RedisReservations {
         self.must(RedisReservations::reader_from_env(&self.env).await)
+    }
+}
+
+/// `PAYMENT_PROVIDER`: `sandbox`, or unset for none.
+fn payment_provider(env: &Env) -> Result<Option<Box<dyn PaymentProvider>>, ConfigError> {
+    match env.optional("PAYMENT_PROVIDER").as_deref() {
+        None | Some("") => Ok(None),
+        Some("sandbox") => Ok(Some(Box::new(SandboxProvider))),
+        Some(other) => Err(ConfigError::Invalid {
+            name: "PAYMENT_PROVIDER".to_owned(),
+            reason: format!("{other:?} is not a provider this build knows (sandbox)"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_payment_provider_is_the_sandbox_none_or_a_configuration_error() {
+        let provider =
+            |value: &'static str| payment_provider(&Env::from_pairs([("PAYMENT_PROVIDER", value)]));
+        assert!(provider("sandbox").unwrap().is_some());
+        assert!(provider("").unwrap().is_none());
+        assert!(payment_provider(&Env::from_pairs([])).unwrap().is_none());
+        assert!(provider("stripe").is_err());
     }
 }

@@ -15,6 +15,7 @@
 //! is TLS and trusts Amazon's roots only, like the SDK's HTTPS client.
 
 use crate::config::{ConfigError, Env};
+use crate::seckill::payment::WebhookSecret;
 use aws_config::{BehaviorVersion, SdkConfig};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
@@ -77,6 +78,41 @@ impl Clients {
             sqs: aws_sdk_sqs::Client::new(config),
         }
     }
+}
+
+/// Why the payment callbacks' secret could not be read at cold start.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("failed to read the secret {arn}")]
+    Read {
+        arn: String,
+        #[source]
+        source: anyhow::Error,
+    },
+    #[error("the secret {arn} has no string value of at least 16 bytes")]
+    Unusable { arn: String },
+}
+
+/// The secret that signs the payment provider's callbacks, from Secrets Manager.
+pub async fn webhook_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+) -> Result<WebhookSecret, SecretError> {
+    let output = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|err| SecretError::Read {
+            arn: arn.to_owned(),
+            source: err.into(),
+        })?;
+    output
+        .secret_string()
+        .and_then(|value| WebhookSecret::new(value.as_bytes().to_vec()))
+        .ok_or_else(|| SecretError::Unusable {
+            arn: arn.to_owned(),
+        })
 }
 
 /// Why Redis could not be reached at cold start.

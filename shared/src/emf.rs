@@ -29,6 +29,7 @@
 //! | `UnitsReleased` | Count | | reservations without an order released by reconciliation |
 //! | `StockCapped` | Count | | units taken off Redis's stock because DynamoDB could not confirm them |
 //! | `StockDrift` | Count | | per published sale and reconciliation: Redis's stock minus DynamoDB's |
+//! | `RefundsDue` | Count | `Reason` | payments that succeeded for an order that could not take them (cancelled, rejected, already settled, another amount, a payment never opened), recorded for refund |
 //! | `Retries` | Count | `Reason` | DynamoDB calls refused for a moment and retried; the reason as DynamoDB names it: `TransactionConflict`, `Throttling`, `ProvisionedThroughputExceeded`, … |
 
 use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
@@ -56,6 +57,7 @@ pub mod name {
     pub const STOCK_CAPPED: &str = "StockCapped";
     pub const STOCK_DRIFT: &str = "StockDrift";
     pub const RETRIES: &str = "Retries";
+    pub const REFUNDS_DUE: &str = "RefundsDue";
 }
 
 /// The dimension every metric has: the function's name.
@@ -187,6 +189,11 @@ pub fn reconciled(released_units: u64, capped: u64, drift: Option<i64>) {
     if let Some(drift) = drift {
         histogram!(name::STOCK_DRIFT).record(drift as f64);
     }
+}
+
+/// A payment recorded for refund, for `reason` (`ORDER_CANCELLED`, ...).
+pub fn refund_due(reason: &'static str) {
+    counter!(name::REFUNDS_DUE, REASON => reason).increment(1);
 }
 
 /// A call refused for `reason` (DynamoDB's name for it, e.g. `TransactionConflict`) and

@@ -1,11 +1,18 @@
-//! POST /orders/{orderId}/pay: pays one of the caller's CONFIRMED orders.
+//! POST /orders/{orderId}/pay: cash on delivery for one of the caller's CONFIRMED orders, or
+//! an online payment opened with the provider.
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::order_routes;
+use app::seckill::order_routes::{self, PayRoute};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    let store = Boot::start().order_store().await;
-    http::run(|request| order_routes::pay_order(&store, request)).await
+    let boot = Boot::start();
+    let store = boot.order_store().await;
+    let provider = boot.payment_provider();
+    let route = PayRoute {
+        store: &store,
+        provider: provider.as_deref(),
+    };
+    http::run(|request| order_routes::pay_order(&route, request)).await
 }

@@ -27,7 +27,9 @@
 //!
 //! It also answers what `local-cloud up` calls at provision time (CreateTable, DescribeTable,
 //! DescribeTimeToLive, UpdateTimeToLive, GetQueueUrl, CreateQueue, SetQueueAttributes,
-//! GetQueueAttributes), with queue URLs `http://<Host>/<account>/<name>` as the runner expects.
+//! GetQueueAttributes, Secrets Manager's CreateSecret), with queue URLs
+//! `http://<Host>/<account>/<name>` as the runner expects, and GetSecretValue with the local
+//! cloud's value of the secret (`local-<id>-value`).
 //! DynamoDB Streams answer no stream. Any other operation is a 400 `UnknownOperationException`
 //! and is counted: `GET /__stub/stats` answers the count of every operation served, so a
 //! benchmark can report its AWS calls per request and prove none went unanswered.
@@ -435,6 +437,26 @@ impl Stub {
         }
     }
 
+    /// What the runner creates at provision time and the payment functions read at cold start:
+    /// a secret named `<id>` holds `local-<id>-value`, the local cloud's documented value.
+    fn secrets(&self, operation: &str, input: &Value) -> Option<Value> {
+        let id = input
+            .get("SecretId")
+            .or_else(|| input.get("Name"))
+            .and_then(Value::as_str)?;
+        let arn = format!("arn:aws:secretsmanager:us-east-1:123456789012:secret:{id}");
+        match operation {
+            "CreateSecret" => Some(json!({ "ARN": arn, "Name": id })),
+            "GetSecretValue" => Some(json!({
+                "ARN": arn,
+                "Name": id,
+                "SecretString": local_cloud::secrets::local_value(id),
+                "VersionId": "local",
+            })),
+            _ => None,
+        }
+    }
+
     fn count(&self, operation: &str) {
         *self
             .calls
@@ -483,6 +505,7 @@ impl Stub {
                 self.sqs(operation, &input, &host)
             }
             "DynamoDBStreams_20120810" => self.streams(operation),
+            "secretsmanager" => self.secrets(operation, &input),
             _ => None,
         };
         match output {

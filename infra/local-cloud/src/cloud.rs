@@ -137,6 +137,10 @@ pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceC
     crate::provision::provision(&model, &context.dynamodb, &context.sqs)
         .await
         .context("failed to provision the template's tables and queues")?;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    crate::secrets::provision(&model.secrets, &secrets)
+        .await
+        .context("failed to provision the template's secrets")?;
     Ok((model, context))
 }
 

@@ -7,6 +7,7 @@
 //! - [`template`]: reads `template.yaml` (parameters, Globals, `!Ref`, `!GetAtt`, `!Sub`)
 //!   into a [`model::Model`].
 //! - [`provision`]: creates the model's tables and queues in the emulators.
+//! - [`secrets`]: creates the template's secrets in the emulator with their local values.
 //! - [`runtime`]: runs each function's real binary behind a local Lambda Runtime API and
 //!   invokes it, one invocation at a time per instance.
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
@@ -32,6 +33,7 @@ pub mod model;
 pub mod provision;
 pub mod replay;
 pub mod runtime;
+pub mod secrets;
 pub mod sign_in;
 pub mod sources;
 pub mod template;

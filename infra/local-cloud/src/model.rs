@@ -11,6 +11,15 @@ pub struct Model {
     pub tables: Vec<TableSpec>,
     pub queues: Vec<QueueSpec>,
     pub functions: Vec<FunctionSpec>,
+    pub secrets: Vec<SecretSpec>,
+}
+
+/// A Secrets Manager secret of the template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretSpec {
+    pub logical_id: String,
+    /// What its `Ref` resolves to locally, and its name in the emulator.
+    pub name: String,
 }
 
 impl Model {

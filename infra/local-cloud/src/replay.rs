@@ -103,6 +103,7 @@ mod tests {
             stack_name: "local".to_owned(),
             tables: Vec::new(),
             functions: Vec::new(),
+            secrets: Vec::new(),
             queues: vec![
                 queue("WorkDeadLetterQueue", "local-WorkDeadLetterQueue", None),
                 queue(

@@ -2,6 +2,7 @@
 //! function (varied by request index, so that per-user limits never trip), and one realistic
 //! batch per event consumer. The AWS stub's canned data makes every one of them succeed.
 
+use app::seckill::payment::{SIGNATURE_HEADER, WebhookSecret};
 use serde_json::{Value, json};
 
 /// The user who owns every order the stub answers (`aws-stub --order-owner`).
@@ -28,6 +29,8 @@ pub struct Call {
     pub query: &'static str,
     pub body: Option<String>,
     pub caller: Option<Caller>,
+    /// Headers beyond the content type and the caller's token.
+    pub headers: Vec<(&'static str, String)>,
     pub expected: u16,
 }
 
@@ -90,7 +93,15 @@ impl Call {
             "routeKey": route_key,
             "rawPath": path,
             "rawQueryString": self.query,
-            "headers": { "content-type": "application/json", "host": "127.0.0.1" },
+            "headers": self
+                .headers
+                .iter()
+                .map(|(name, value)| (name.to_string(), json!(value)))
+                .chain([
+                    ("content-type".to_owned(), json!("application/json")),
+                    ("host".to_owned(), json!("127.0.0.1")),
+                ])
+                .collect::<serde_json::Map<_, _>>(),
             "requestContext": context,
             "isBase64Encoded": false,
         });
@@ -167,6 +178,7 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
         query: "",
         body: None,
         caller: caller(me.clone()),
+        headers: Vec::new(),
         expected: 200,
     };
     Some(match binary {
@@ -250,6 +262,34 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
             query: "limit=20",
             caller: caller(ORDER_OWNER),
             ..call("GET", "/orders", vec![])
+        },
+        "payment-callback" => {
+            // A success for the stub's CONFIRMED order, signed as the provider does with the
+            // secret's local value (the stub answers it too); the order has no such payment,
+            // so it is recorded for refund: a GetItem and a conditional PutItem, 200.
+            let notice = json!({"eventId": format!("evt-{i}"), "paymentId": format!("pay-{i}"),
+                                "orderId": fixture.order_id, "amountCents": 1999,
+                                "status": "SUCCEEDED"})
+            .to_string();
+            let secret =
+                WebhookSecret::new(local_cloud::secrets::local_value("PaymentWebhookSecret"))
+                    .expect("the local value is long enough");
+            let now = time::OffsetDateTime::now_utc().unix_timestamp();
+            Call {
+                caller: None,
+                headers: vec![(SIGNATURE_HEADER, secret.sign(now, notice.as_bytes()))],
+                body: Some(notice),
+                ..call("POST", "/payments/callback", vec![])
+            }
+        }
+        "payment-sandbox" => Call {
+            caller: None,
+            query: "orderId=bench.order&amountCents=1999&returnUrl=%2Fshop%2F",
+            ..call(
+                "GET",
+                "/sandbox/payments/{paymentId}",
+                vec![("paymentId", format!("pay-{i}"))],
+            )
         },
         "pay-order" => Call {
             body: Some(json!({ "method": "COD" }).to_string()),

@@ -234,6 +234,9 @@ fn http_request(call: &Call, address: SocketAddr, tokens: &Tokens) -> http::Requ
     {
         builder = builder.header("authorization", format!("Bearer {token}"));
     }
+    for (name, value) in &call.headers {
+        builder = builder.header(*name, value);
+    }
     let body = match &call.body {
         Some(body) => {
             builder = builder.header("content-type", "application/json");

@@ -8,6 +8,7 @@ use super::orders::{
     OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
     PublishedSale, Reservations, SaleGuards,
 };
+use super::payment::Refund;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::PaymentDue;
 use crate::ids::{SaleId, UserId};
@@ -75,6 +76,7 @@ pub(crate) struct MemoryOrders {
     /// (sale id, user id) → units: the buyers' items.
     buyers: Mutex<HashMap<(String, String), i64>>,
     sale_writes: Mutex<u32>,
+    refunds: Mutex<Vec<Refund>>,
 }
 
 impl MemoryOrders {
@@ -112,6 +114,10 @@ impl MemoryOrders {
         *self.sale_writes.lock().unwrap()
     }
 
+    pub(crate) fn refunds(&self) -> Vec<Refund> {
+        self.refunds.lock().unwrap().clone()
+    }
+
     pub(crate) fn orders(&self) -> usize {
         self.orders.lock().unwrap().len()
     }
@@ -144,6 +150,7 @@ impl MemoryOrders {
                     created_at: new.created_at.clone(),
                     address: new.address.clone(),
                     payment_method: new.payment_method,
+                    payment_id: None,
                     paid_at: None,
                 },
             );
@@ -317,23 +324,70 @@ impl OrderStore for MemoryOrders {
         Ok(OrderPage { items, next })
     }
 
-    async fn mark_paid(
+    async fn keep_for_delivery(
         &self,
         order_id: &str,
         user: &UserId,
-        method: PaymentMethod,
-        at: &str,
     ) -> Result<bool, OrderStoreError> {
         let mut orders = self.orders.lock().unwrap();
         match orders.get_mut(order_id) {
             Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
-                order.status = method.settles_to();
-                order.payment_method = Some(method);
-                order.paid_at = (order.status == OrderStatus::Paid).then(|| at.to_owned());
+                order.status = OrderStatus::Cod;
+                order.payment_method = Some(PaymentMethod::Cod);
                 Ok(true)
             }
             _ => Ok(false),
         }
+    }
+
+    async fn open_payment(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        new_payment_id: &str,
+    ) -> Result<Option<String>, OrderStoreError> {
+        let mut orders = self.orders.lock().unwrap();
+        Ok(match orders.get_mut(order_id) {
+            Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
+                Some(
+                    order
+                        .payment_id
+                        .get_or_insert_with(|| new_payment_id.to_owned())
+                        .clone(),
+                )
+            }
+            _ => None,
+        })
+    }
+
+    async fn settle_online(
+        &self,
+        order_id: &str,
+        payment_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let mut orders = self.orders.lock().unwrap();
+        match orders.get_mut(order_id) {
+            Some(order)
+                if order.status == OrderStatus::Confirmed
+                    && order.payment_id.as_deref() == Some(payment_id) =>
+            {
+                order.status = OrderStatus::Paid;
+                order.payment_method = Some(PaymentMethod::Online);
+                order.paid_at = Some(at.to_owned());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
+        let mut refunds = self.refunds.lock().unwrap();
+        if refunds.iter().any(|r| r.payment_id == refund.payment_id) {
+            return Ok(false);
+        }
+        refunds.push(refund.clone());
+        Ok(true)
     }
 
     async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {

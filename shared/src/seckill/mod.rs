@@ -16,6 +16,8 @@
 //!   method), checked.
 //! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
 //!   `PendingOrders` and `PaymentDueSink` ports.
+//! - [`payment`] (domain, port): online payment, the provider's signed callback and refunds;
+//!   the `PaymentProvider` port.
 //! - [`order_consumer`] (domain): materializing `OrderPlaced` events, the stock written once
 //!   per batch.
 //! - [`payment_timeout`] (domain): expiring unpaid orders, their units given back.
@@ -34,6 +36,9 @@
 //! - [`sale_routes`] (routes): `/seckill/activities/...`: create, publish, read a sale,
 //!   place an order.
 //! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
+//! - [`payment_routes`] (routes): `/payments/callback`, the provider's signed callback.
+//! - [`sandbox`] (adapter, routes): the sandbox provider of `PaymentProvider` and its pages,
+//!   `/sandbox/payments/...` (not on prod stacks).
 //! - `memory` (tests only): in-memory fakes of the order path's ports.
 
 pub mod admission;
@@ -46,7 +51,9 @@ pub mod order_publisher;
 pub mod order_routes;
 pub mod order_store;
 pub mod orders;
+pub mod payment;
 pub mod payment_due_sink;
+pub mod payment_routes;
 pub mod payment_timeout;
 pub mod reconcile;
 pub mod redis_store;
@@ -54,6 +61,7 @@ pub mod reservations;
 pub mod sale;
 pub mod sale_routes;
 pub mod sale_store;
+pub mod sandbox;
 
 #[cfg(test)]
 mod memory;

@@ -9,16 +9,17 @@
 use super::orders::{
     Order, OrderStatus, OrderStore, OrderStoreError, PaymentMethod, PendingOrders, find_order,
 };
+use super::payment::{PaymentProvider, PaymentSession};
 use crate::auth::Caller;
 use crate::emf;
 use crate::http::{ApiError, json, parse_body, path_parameter, record_id};
 use crate::ids::{UserId, valid_id};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json as body;
 
-fn store_error(err: OrderStoreError) -> ApiError {
+pub(super) fn store_error(err: OrderStoreError) -> ApiError {
     match err {
         OrderStoreError::InvalidCursor(err) => ApiError::bad_request(err.to_string()),
         OrderStoreError::Busy(cause) => ApiError::store_unavailable(cause),
@@ -96,47 +97,123 @@ struct PayBody {
     method: String,
 }
 
-/// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`: a CONFIRMED order becomes PAID
-/// (online) or COD (kept for cash on delivery); a settled order answers as it is.
-pub async fn pay_order(
-    store: &dyn OrderStore,
-    request: Request,
-) -> Result<Response<Body>, ApiError> {
-    let caller = Caller::from_request(&request)?;
-    let body: PayBody = parse_body(&request)?;
-    let method = PaymentMethod::parse(&body.method)
-        .ok_or_else(|| ApiError::bad_request(r#"method must be "ONLINE" or "COD""#))?;
-    let order = own_order(store, &request, &caller.user_id).await?;
-    let order = match order.status {
-        OrderStatus::Confirmed => {
-            let at = crate::clock::now_rfc3339();
-            if store
-                .mark_paid(&order.order_id, &caller.user_id, method, &at)
-                .await
-                .map_err(store_error)?
-            {
-                let status = method.settles_to();
-                emf::orders(status.as_str(), 1);
-                Order {
-                    status,
-                    payment_method: Some(method),
-                    paid_at: (status == OrderStatus::Paid).then_some(at),
-                    ..order
-                }
-            } else {
-                // Paid by a concurrent request or cancelled meanwhile: answer what it is now.
-                own_order(store, &request, &caller.user_id).await?
-            }
-        }
-        _ => order,
-    };
+/// What the pay route needs, built once at cold start.
+pub struct PayRoute<'a> {
+    pub store: &'a dyn OrderStore,
+    /// `None` on a stack without a payment provider: online payment answers 503.
+    pub provider: Option<&'a dyn PaymentProvider>,
+}
+
+/// Where the buyer goes to pay.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PaymentLink {
+    payment_id: String,
+    redirect_url: String,
+}
+
+/// The order, and where to pay it.
+#[derive(Serialize)]
+struct Opened<'a> {
+    #[serde(flatten)]
+    order: &'a Order,
+    payment: PaymentLink,
+}
+
+/// Where the provider sends the buyer back: the order's page.
+pub fn order_page(order_id: &str) -> String {
+    format!("/shop/order.html?id={order_id}")
+}
+
+/// The order as it is now: a settled one is a 200, anything else is not payable.
+fn settled_or_refused(order: &Order) -> Result<Response<Body>, ApiError> {
     match order.status {
-        status if status.is_settled() => Ok(json(StatusCode::OK, &order)),
+        status if status.is_settled() => Ok(json(StatusCode::OK, order)),
         status => Err(ApiError::conflict(
             "ORDER_NOT_PAYABLE",
             format!("the order is {}", status.as_str()),
         )),
     }
+}
+
+/// `POST /orders/{orderId}/pay` `{"method": "ONLINE" | "COD"}`, on a CONFIRMED order:
+/// `COD` keeps it for cash on delivery (status COD); `ONLINE` opens a payment with the
+/// provider (once: asking again answers the same payment) and answers the order with
+/// `payment: {paymentId, redirectUrl}`, where to send the buyer; the order becomes PAID only
+/// when the provider's signed callback says so ([`super::payment`]). A settled order answers
+/// as it is; a cancelled or rejected one is a 409.
+pub async fn pay_order(route: &PayRoute<'_>, request: Request) -> Result<Response<Body>, ApiError> {
+    let caller = Caller::from_request(&request)?;
+    let body: PayBody = parse_body(&request)?;
+    let method = PaymentMethod::parse(&body.method)
+        .ok_or_else(|| ApiError::bad_request(r#"method must be "ONLINE" or "COD""#))?;
+    let store = route.store;
+    let order = own_order(store, &request, &caller.user_id).await?;
+    if order.status != OrderStatus::Confirmed {
+        return settled_or_refused(&order);
+    }
+    match method {
+        PaymentMethod::Cod => {
+            if store
+                .keep_for_delivery(&order.order_id, &caller.user_id)
+                .await
+                .map_err(store_error)?
+            {
+                emf::orders(OrderStatus::Cod.as_str(), 1);
+                let kept = Order {
+                    status: OrderStatus::Cod,
+                    payment_method: Some(PaymentMethod::Cod),
+                    ..order
+                };
+                return Ok(json(StatusCode::OK, &kept));
+            }
+        }
+        PaymentMethod::Online => {
+            let provider = route.provider.ok_or_else(|| {
+                ApiError::unavailable(
+                    "PAYMENT_UNAVAILABLE",
+                    "online payment is not available on this stack; pay cash on delivery",
+                )
+            })?;
+            let new_id = format!("pay_{}", uuid::Uuid::now_v7().simple());
+            let opened = store
+                .open_payment(&order.order_id, &caller.user_id, &new_id)
+                .await
+                .map_err(store_error)?;
+            if let Some(payment_id) = opened {
+                let session = PaymentSession {
+                    payment_id: payment_id.clone(),
+                    order_id: order.order_id.clone(),
+                    amount_cents: order.total_cents,
+                    return_url: order_page(&order.order_id),
+                };
+                let redirect_url = provider.open(&session).await.map_err(|err| {
+                    tracing::error!(error = ?err, "the payment provider failed");
+                    ApiError::unavailable(
+                        "RETRY",
+                        "the payment provider is unavailable, please retry",
+                    )
+                })?;
+                let order = Order {
+                    payment_id: Some(payment_id.clone()),
+                    ..order
+                };
+                let payment = PaymentLink {
+                    payment_id,
+                    redirect_url,
+                };
+                return Ok(json(
+                    StatusCode::OK,
+                    &Opened {
+                        order: &order,
+                        payment,
+                    },
+                ));
+            }
+        }
+    }
+    // Settled by a concurrent request, or cancelled meanwhile: answer what it is now.
+    settled_or_refused(&own_order(store, &request, &caller.user_id).await?)
 }
 
 #[cfg(test)]
@@ -148,6 +225,7 @@ mod tests {
         MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, due, placed,
     };
     use crate::seckill::orders::Reservations;
+    use crate::seckill::sandbox::SandboxProvider;
     use crate::seckill::{order_consumer, payment_timeout};
     use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
@@ -202,13 +280,21 @@ mod tests {
             api_request("POST", "/orders/x/pay", body, claims_of(user)),
             order,
         );
-        answer(pay_order(store, request).await)
+        let route = PayRoute {
+            store,
+            provider: Some(&SandboxProvider),
+        };
+        answer(pay_order(&route, request).await)
     }
 
     #[tokio::test]
     async fn a_payment_is_logged_with_its_payer_and_order() {
         let store = seeded(&[("o1", "alice")]).await;
-        let handler = |request| pay_order(&store, request);
+        let route = PayRoute {
+            store: &store,
+            provider: Some(&SandboxProvider),
+        };
+        let handler = |request| pay_order(&route, request);
         let request = with_order(
             api_request(
                 "POST",
@@ -332,11 +418,42 @@ mod tests {
         assert!(kept.get("paidAt").is_none(), "{kept}");
         let (status, again) = pay(&store, "alice", "o1", r#"{"method": "ONLINE"}"#).await;
         assert_eq!((status, &again), (200, &kept));
-        let (status, paid) = pay(&store, "alice", "o3", r#"{"method": "ONLINE"}"#).await;
-        assert_eq!(status, 200);
-        assert_eq!(paid["status"], "PAID");
-        assert_eq!(paid["paymentMethod"], "ONLINE");
-        assert!(paid["paidAt"].is_string(), "{paid}");
+        // Online: a payment is opened, once, and the order waits for the provider's callback.
+        let (status, opened) = pay(&store, "alice", "o3", r#"{"method": "ONLINE"}"#).await;
+        assert_eq!(status, 200, "{opened}");
+        assert_eq!(opened["status"], "CONFIRMED");
+        let payment_id = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
+        assert_eq!(opened["paymentId"], payment_id.as_str());
+        let url = opened["payment"]["redirectUrl"].as_str().unwrap();
+        assert!(
+            url.starts_with(&format!(
+                "/sandbox/payments/{payment_id}?orderId=o3&amountCents=990&"
+            )),
+            "{url}"
+        );
+        let (_, again) = pay(&store, "alice", "o3", r#"{"method": "ONLINE"}"#).await;
+        assert_eq!(again["payment"]["paymentId"], payment_id.as_str());
+        assert_eq!(store.status("o3"), Some(OrderStatus::Confirmed));
+        // A stack without a provider says so, and cash on delivery still works there.
+        let without = PayRoute {
+            store: &store,
+            provider: None,
+        };
+        let request = with_order(
+            api_request(
+                "POST",
+                "/orders/x/pay",
+                r#"{"method": "ONLINE"}"#,
+                claims_of("alice"),
+            ),
+            "o3",
+        );
+        assert_refused(
+            &answer(pay_order(&without, request).await),
+            503,
+            "PAYMENT_UNAVAILABLE",
+            "not available",
+        );
 
         let reservations = MemoryReservations::default();
         let message = Message {

@@ -4,12 +4,14 @@
 use super::admission::Holder;
 use super::checkout::Address;
 use super::keys::{
-    BUYER_SK, ORDER_SK, SALE_SK, buyer_pk, order_pk, sale_pk, user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, REFUND_SK, REFUNDS_DUE_PK, SALE_SK, buyer_pk, order_pk, refund_pk, sale_pk,
+    user_orders_pk, user_orders_sk,
 };
 use super::orders::{
     ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus, OrderStore,
     OrderStoreError, PaymentMethod, PublishedSale, SaleGuards,
 };
+use super::payment::Refund;
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
@@ -22,8 +24,11 @@ use crate::retry::Backoff;
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// The units of every order in `units`.
@@ -199,6 +204,37 @@ impl DynamoOrderStore {
     }
 }
 
+/// An order's conditional update: `true` when it was written, `false` when its condition
+/// failed, retried while DynamoDB refuses it for a moment.
+async fn conditional(
+    update: UpdateItemFluentBuilder,
+    what: &'static str,
+) -> Result<bool, OrderStoreError> {
+    match write_retrying(&Backoff::default(), what, || update.clone().send()).await {
+        Ok(_) => Ok(true),
+        Err(err) => update_failed(err, what).map(|()| false),
+    }
+}
+
+/// A failed order update: `Ok` when only its condition failed, else the error.
+fn update_failed(
+    err: SdkError<UpdateItemError>,
+    what: &'static str,
+) -> Result<(), OrderStoreError> {
+    if matches!(
+        err.as_service_error(),
+        Some(UpdateItemError::ConditionalCheckFailedException(_))
+    ) {
+        return Ok(());
+    }
+    if transient(&err).is_some() {
+        return Err(OrderStoreError::Busy(
+            anyhow::Error::from(err).context("the order stayed busy"),
+        ));
+    }
+    Err(anyhow::Error::from(err).context(what).into())
+}
+
 fn order_from_item(item: &Item) -> anyhow::Result<Order> {
     let status = get_s(item, "status")?;
     let method = item
@@ -223,6 +259,7 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
         created_at: get_s(item, "createdAt")?.to_owned(),
         address: item.get("address").map(address_from).transpose()?,
         payment_method: method,
+        payment_id: item.get("paymentId").and_then(|v| v.as_s().ok()).cloned(),
         paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
     })
 }
@@ -403,51 +440,119 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(skip(self))]
-    async fn mark_paid(
+    async fn keep_for_delivery(
         &self,
         order_id: &str,
         user: &UserId,
-        method: PaymentMethod,
-        at: &str,
     ) -> Result<bool, OrderStoreError> {
-        // The order is in the payment-timeout consumer's cancelling transaction: a write while
-        // that one is in flight is refused for a moment, and retried.
-        let status = method.settles_to();
+        // Cash on delivery is not paid yet: no `paidAt`.
         let update = self
             .table
             .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET #status = :cod, paymentMethod = :cod")
             .condition_expression("#status = :confirmed AND userId = :user")
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":status", s(status.as_str()))
+            .expression_attribute_values(":cod", s(OrderStatus::Cod.as_str()))
             .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
-            .expression_attribute_values(":method", s(method.as_str()))
             .expression_attribute_values(":user", s(user.as_str()));
-        // Cash on delivery is not paid yet: no `paidAt`.
-        let update = match status {
-            OrderStatus::Paid => update
-                .update_expression("SET #status = :status, paymentMethod = :method, paidAt = :at")
-                .expression_attribute_values(":at", s(at)),
-            _ => update.update_expression("SET #status = :status, paymentMethod = :method"),
-        };
-        let result = write_retrying(&Backoff::default(), "UpdateItem order paid", || {
+        conditional(update, "UpdateItem order kept for delivery").await
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn open_payment(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        new_payment_id: &str,
+    ) -> Result<Option<String>, OrderStoreError> {
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET paymentId = if_not_exists(paymentId, :new)")
+            .condition_expression("#status = :confirmed AND userId = :user")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":new", s(new_payment_id))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":user", s(user.as_str()))
+            // The whole item: an attribute the update left as it was is not "updated".
+            .return_values(ReturnValue::AllNew);
+        let result = write_retrying(&Backoff::default(), "UpdateItem order payment", || {
             update.clone().send()
         })
         .await;
         match result {
+            Ok(output) => {
+                let attributes = output.attributes().cloned().unwrap_or_default();
+                let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
+                Ok(Some(payment_id.to_owned()))
+            }
+            Err(err) => update_failed(err, "failed to open a payment").map(|()| None),
+        }
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn settle_online(
+        &self,
+        order_id: &str,
+        payment_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        // The order is in the payment-timeout consumer's cancelling transaction: a write while
+        // that one is in flight is refused for a moment, and retried; whichever lands first
+        // decides.
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET #status = :paid, paymentMethod = :online, paidAt = :at")
+            .condition_expression("#status = :confirmed AND paymentId = :payment")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
+            .expression_attribute_values(":online", s(PaymentMethod::Online.as_str()))
+            .expression_attribute_values(":at", s(at))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":payment", s(payment_id));
+        conditional(update, "UpdateItem order paid").await
+    }
+
+    #[tracing::instrument(skip(self, refund), fields(payment = %refund.payment_id))]
+    async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
+        let mut item = key(refund_pk(&refund.payment_id), REFUND_SK);
+        item.extend([
+            ("paymentId".to_owned(), s(&refund.payment_id)),
+            ("orderId".to_owned(), s(&refund.order_id)),
+            ("userId".to_owned(), s(&refund.user_id)),
+            ("amountCents".to_owned(), n(refund.amount_cents)),
+            ("reason".to_owned(), s(refund.reason.as_str())),
+            ("state".to_owned(), s("DUE")),
+            ("recordedAt".to_owned(), s(&refund.recorded_at)),
+            ("gsi1pk".to_owned(), s(REFUNDS_DUE_PK)),
+            (
+                "gsi1sk".to_owned(),
+                s(format!("{}#{}", refund.recorded_at, refund.payment_id)),
+            ),
+        ]);
+        let put = self
+            .table
+            .client
+            .put_item()
+            .table_name(&self.table.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)");
+        match write_retrying(&Backoff::default(), "PutItem refund", || put.clone().send()).await {
             Ok(_) => Ok(true),
             Err(err)
                 if matches!(
                     err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                    Some(PutItemError::ConditionalCheckFailedException(_))
                 ) =>
             {
                 Ok(false)
             }
             Err(err) if transient(&err).is_some() => Err(OrderStoreError::Busy(
-                anyhow::Error::from(err).context("the order stayed busy"),
+                anyhow::Error::from(err).context("the refund stayed busy"),
             )),
             Err(err) => Err(anyhow::Error::from(err)
-                .context("failed to mark an order paid")
+                .context("failed to record a refund")
                 .into()),
         }
     }

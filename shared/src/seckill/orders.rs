@@ -10,6 +10,7 @@
 
 use super::admission::Holder;
 use super::checkout::Address;
+use super::payment::Refund;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::{Envelope, EventError, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1};
 use crate::ids::{OrderId, SaleId, UserId, valid_id};
@@ -87,14 +88,6 @@ impl PaymentMethod {
         }
     }
 
-    /// What a CONFIRMED order becomes when its buyer pays this way.
-    pub fn settles_to(self) -> OrderStatus {
-        match self {
-            Self::Online => OrderStatus::Paid,
-            Self::Cod => OrderStatus::Cod,
-        }
-    }
-
     pub fn parse(raw: &str) -> Option<Self> {
         [Self::Online, Self::Cod]
             .into_iter()
@@ -122,6 +115,9 @@ pub struct Order {
     /// Chosen at checkout, or how it was paid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payment_method: Option<PaymentMethod>,
+    /// The online payment opened for it, once ([`OrderStore::open_payment`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paid_at: Option<String>,
 }
@@ -313,15 +309,33 @@ pub trait OrderStore: Send + Sync {
         limit: PageLimit,
         cursor: Option<&Cursor>,
     ) -> Result<OrderPage, OrderStoreError>;
-    /// CONFIRMED → what `method` settles to (PAID, or COD with no `paidAt`) if the order is
-    /// `user`'s; `false` when that condition failed.
-    async fn mark_paid(
+    /// CONFIRMED → COD (kept for cash on delivery, no `paidAt`) if the order is `user`'s;
+    /// `false` when that condition failed.
+    async fn keep_for_delivery(
         &self,
         order_id: &str,
         user: &UserId,
-        method: PaymentMethod,
+    ) -> Result<bool, OrderStoreError>;
+    /// Gives a CONFIRMED order of `user` the payment id `new_payment_id` unless it has one:
+    /// answers the order's payment id, or `None` when the order is not a CONFIRMED order of
+    /// `user`.
+    async fn open_payment(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        new_payment_id: &str,
+    ) -> Result<Option<String>, OrderStoreError>;
+    /// CONFIRMED → PAID (`paymentMethod` ONLINE, `paidAt` = `at`) if `payment_id` is the
+    /// order's payment; `false` when that condition failed. Only a verified provider callback
+    /// calls it ([`super::payment::settle`]).
+    async fn settle_online(
+        &self,
+        order_id: &str,
+        payment_id: &str,
         at: &str,
     ) -> Result<bool, OrderStoreError>;
+    /// Records a payment to give back, once per payment id: `true` when this call recorded it.
+    async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError>;
     async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError>;
 }
 

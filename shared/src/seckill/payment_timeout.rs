@@ -132,7 +132,6 @@ mod tests {
         MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
     };
     use crate::seckill::order_consumer::{self, OrderDeps};
-    use crate::seckill::orders::PaymentMethod;
     use crate::testing::batch;
 
     /// Runs the payment-timeout consumer on `bodies`, which must all succeed.
@@ -221,9 +220,16 @@ mod tests {
     async fn paid_and_cash_on_delivery_orders_and_an_unknown_one_are_left_alone() {
         let (store, reservations) = confirmed(&[("o1", "a"), ("o2", "a")]).await;
         let alice = UserId::parse("a").unwrap();
-        for (order, method) in [("o1", PaymentMethod::Online), ("o2", PaymentMethod::Cod)] {
-            assert!(store.mark_paid(order, &alice, method, "t").await.unwrap());
-        }
+        assert_eq!(
+            store
+                .open_payment("o1", &alice, "p1")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("p1")
+        );
+        assert!(store.settle_online("o1", "p1", "t").await.unwrap());
+        assert!(store.keep_for_delivery("o2", &alice).await.unwrap());
         let bodies = [due("o1", S1), due("o2", S1), due("nope", S1)];
         time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Paid));

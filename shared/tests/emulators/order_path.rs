@@ -18,11 +18,14 @@ use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{
     OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
 };
+use app::seckill::payment::{Refund, RefundReason};
 use app::seckill::payment_due_sink::SqsPaymentDueSink;
 use app::seckill::reservations::RedisReservations;
 use app::seckill::{payment_timeout, reconcile};
+use aws_sdk_dynamodb::types::AttributeValue;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// A sale in both stores, with the order path's adapters over a fresh table and queue.
@@ -204,17 +207,23 @@ impl World {
     }
 
     async fn status(&self, order: &str) -> String {
+        let item = self.item(&order_pk(order), ORDER_SK).await.unwrap();
+        get_s(&item, "status").unwrap().to_owned()
+    }
+
+    /// An item of the table, strongly consistent.
+    async fn item(&self, pk: &str, sk: &str) -> Option<HashMap<String, AttributeValue>> {
         let output = self
             .clients
             .dynamodb
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(order_pk(order), ORDER_SK)))
+            .set_key(Some(key(pk, sk)))
             .consistent_read(true)
             .send()
             .await
             .unwrap();
-        get_s(output.item().unwrap(), "status").unwrap().to_owned()
+        output.item().cloned()
     }
 
     /// Runs the order consumer on `bodies`, which must all succeed.
@@ -406,14 +415,32 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     world.consume(&bodies).await;
     let bob = UserId::parse("bob").unwrap();
     let at = "2026-11-30T18:00:00.000000Z";
-    let pay = || world.store.mark_paid("o2", &bob, PaymentMethod::Online, at);
-    assert!(pay().await.unwrap());
-    // A repeat is refused by the condition: it is PAID now.
-    assert!(!pay().await.unwrap());
-    // Cash on delivery keeps the order too, and its window no longer cancels it.
+    // bob opens a payment, once (asking again answers the same one; carol cannot open his).
+    let opened = world.store.open_payment("o2", &bob, "pay-1").await.unwrap();
+    assert_eq!(opened.as_deref(), Some("pay-1"));
+    let again = world.store.open_payment("o2", &bob, "pay-2").await.unwrap();
+    assert_eq!(again.as_deref(), Some("pay-1"));
     let carol = UserId::parse("carol").unwrap();
-    let cod = world.store.mark_paid("o3", &carol, PaymentMethod::Cod, at);
-    assert!(cod.await.unwrap());
+    assert_eq!(
+        world
+            .store
+            .open_payment("o2", &carol, "pay-3")
+            .await
+            .unwrap(),
+        None
+    );
+    // Only that payment pays it, once: the condition refuses another and a repeat.
+    assert!(!world.store.settle_online("o2", "pay-2", at).await.unwrap());
+    let pay = || world.store.settle_online("o2", "pay-1", at);
+    assert!(pay().await.unwrap());
+    assert!(!pay().await.unwrap());
+    assert_eq!(
+        world.store.open_payment("o2", &bob, "pay-4").await.unwrap(),
+        None
+    );
+    // Cash on delivery keeps the order too, and its window no longer cancels it.
+    assert!(world.store.keep_for_delivery("o3", &carol).await.unwrap());
+    assert!(!world.store.keep_for_delivery("o3", &carol).await.unwrap());
     let due = world.take_payment_due().await;
     assert_eq!(due.len(), 3);
     for _ in 0..2 {
@@ -422,6 +449,15 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     world
         .assert_statuses(&[("o1", "CANCELLED"), ("o2", "PAID"), ("o3", "COD")])
         .await;
+    let paid = world.store.order("o2").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            paid.payment_method,
+            paid.payment_id.as_deref(),
+            paid.paid_at.as_deref()
+        ),
+        (Some(PaymentMethod::Online), Some("pay-1"), Some(at))
+    );
     let kept = world.store.order("o3").await.unwrap().unwrap();
     assert_eq!(
         (kept.payment_method, kept.paid_at),
@@ -641,4 +677,23 @@ async fn a_cancelled_order_gives_its_unit_back_to_the_buyer_who_may_buy_again() 
     assert_eq!(world.status("o2").await, "CONFIRMED");
     assert_eq!(world.units("alice").await, 1);
     assert_eq!(world.dynamo_stock().await, 4);
+}
+
+#[tokio::test]
+async fn a_refund_is_recorded_once_per_payment() {
+    let world = World::new(5, 5).await;
+    let refund = Refund {
+        payment_id: "pay-late".to_owned(),
+        order_id: "o1".to_owned(),
+        user_id: "alice".to_owned(),
+        amount_cents: 990,
+        reason: RefundReason::OrderCancelled,
+        recorded_at: "2026-11-30T18:00:00.000000Z".to_owned(),
+    };
+    assert!(world.store.record_refund(&refund).await.unwrap());
+    assert!(!world.store.record_refund(&refund).await.unwrap());
+    let item = world.item("REFUND#pay-late", "REFUND").await.unwrap();
+    assert_eq!(item["reason"].as_s().unwrap(), "ORDER_CANCELLED");
+    assert_eq!(item["state"].as_s().unwrap(), "DUE");
+    assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#DUE");
 }

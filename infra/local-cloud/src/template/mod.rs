@@ -40,7 +40,7 @@ mod test_support;
 #[cfg(test)]
 mod tests;
 
-use crate::model::{EventSpec, Model};
+use crate::model::{EventSpec, Model, SecretSpec};
 use error::{At, Problem};
 use events::{Apis, check_visibility};
 use intrinsics::Resolver;
@@ -168,6 +168,10 @@ pub(crate) fn load_str(
             "AWS::DynamoDB::Table" => model.tables.push(resolver.table(id, &props)?),
             "AWS::Serverless::SimpleTable" => model.tables.push(resolver.simple_table(id, &props)?),
             "AWS::SQS::Queue" => model.queues.push(resolver.queue(id, &props)?),
+            "AWS::SecretsManager::Secret" => model.secrets.push(SecretSpec {
+                logical_id: id.to_string(),
+                name: id.to_string(),
+            }),
             "AWS::Serverless::HttpApi" => {
                 let own = props.value.as_mapping().cloned().unwrap_or_default();
                 http_apis.insert(id.to_string(), merge(&api_globals, &own));

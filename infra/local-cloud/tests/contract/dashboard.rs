@@ -158,7 +158,7 @@ fn its_url_is_an_output() {
 }
 
 /// Every metric the functions write (`app::emf`), by name.
-const APP_METRICS: [&str; 14] = [
+const APP_METRICS: [&str; 15] = [
     emf::name::REQUESTS,
     emf::name::LATENCY,
     emf::name::BATCH_SIZE,
@@ -173,6 +173,7 @@ const APP_METRICS: [&str; 14] = [
     emf::name::STOCK_CAPPED,
     emf::name::STOCK_DRIFT,
     emf::name::RETRIES,
+    emf::name::REFUNDS_DUE,
 ];
 
 #[test]

@@ -172,9 +172,15 @@ fn every_operation_declares_its_parameters_errors_and_a_closed_body() {
         );
         for (status, response) in responses {
             let response = resolve(&doc, response);
+            // JSON, but for a page for people (the payment sandbox's).
+            let media = if response["content"]["text/html"].is_mapping() {
+                "text/html"
+            } else {
+                "application/json"
+            };
             assert!(
-                response["content"]["application/json"]["schema"].is_mapping(),
-                "{name} {status:?}: a JSON body with a schema"
+                response["content"][media]["schema"].is_mapping(),
+                "{name} {status:?}: a JSON (or HTML page) body with a schema"
             );
         }
         if requires_token(&doc, op.spec) {
@@ -182,6 +188,9 @@ fn every_operation_declares_its_parameters_errors_and_a_closed_body() {
                 has("401"),
                 "{name}: a route behind the authorizer answers 401"
             );
+        } else if parameters.iter().any(|p| p["name"] == "Payment-Signature") {
+            // Public, but authenticated by the provider's signature instead of a token.
+            assert!(has("401"), "{name}: a bad signature is a documented 401");
         } else {
             assert!(
                 !has("401") && !has("403"),

@@ -24,6 +24,7 @@ use yaml_serde::Value;
 const SOCIAL: &str = "SocialTable.Arn";
 const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
 const COMMERCE: &str = "CommerceTable.Arn";
+const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
 const CACHE: &str = "arn:${AWS::Partition}:elasticache:${AWS::Region}:${AWS::AccountId}:replicationgroup:${RedisCache}";
 
 /// What Lambda's SQS event source polls with, using the function's role.
@@ -187,10 +188,31 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "ListOrdersFunction",
         &[("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"])],
     ),
-    // order (GetItem), mark_paid (conditional UpdateItem).
+    // order (GetItem), keep_for_delivery and open_payment (conditional UpdateItem).
     (
         "PayOrderFunction",
         &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
+    ),
+    // the signing secret at cold start (GetSecretValue); order (GetItem), settle_online
+    // (conditional UpdateItem), record_refund (conditional PutItem).
+    (
+        "PaymentCallbackFunction",
+        &[
+            (PAYMENT_SECRET, &["secretsmanager:GetSecretValue"]),
+            (
+                COMMERCE,
+                &[
+                    "dynamodb:GetItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:PutItem",
+                ],
+            ),
+        ],
+    ),
+    // the signing secret at cold start (GetSecretValue): it signs, and stores nothing.
+    (
+        "PaymentSandboxFunction",
+        &[(PAYMENT_SECRET, &["secretsmanager:GetSecretValue"])],
     ),
     // published_sales (Scan), order and stock_remaining (GetItem).
     (
@@ -258,6 +280,7 @@ const CALLS: &[(&str, &[&str])] = &[
         &[".describe_replication_groups()"],
     ),
     ("cognito-idp:AdminGetUser", &[".admin_get_user()"]),
+    ("secretsmanager:GetSecretValue", &[".get_secret_value()"]),
 ];
 
 /// A resource expression as written in the template, in the spelling of [`EXPECTED`].

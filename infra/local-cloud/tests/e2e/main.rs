@@ -13,6 +13,7 @@ mod follow;
 mod hostile;
 mod hot_keys;
 mod metrics;
+mod payment;
 mod redis_loss;
 mod reliability;
 mod seckill;

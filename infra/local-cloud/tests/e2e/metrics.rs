@@ -200,8 +200,8 @@ async fn every_function_on_the_path_writes_its_metrics_as_cloudwatch_reads_them(
     assert_eq!(status, 200, "{body}: {notifications}");
     ann.expect("DELETE", "/users/bob/follow", 200).await;
 
-    // A sale of 3, one unit per buyer: two admitted, one over the limit; one paid, one left
-    // to expire.
+    // A sale of 3, one unit per buyer: two admitted, one over the limit; one kept for delivery,
+    // one left to expire.
     let operator = Api::at(&runner.base, Some("operator"), &["admin".to_owned()]);
     let now = OffsetDateTime::now_utc();
     let (status, sale) = operator
@@ -239,7 +239,7 @@ async fn every_function_on_the_path_writes_its_metrics_as_cloudwatch_reads_them(
         .call(
             "POST",
             &format!("/orders/{paid}/pay"),
-            Some(json!({"method": "ONLINE"})),
+            Some(json!({"method": "COD"})),
         )
         .await;
     assert_eq!(status, 200, "{body}");
@@ -339,10 +339,11 @@ async fn every_function_on_the_path_writes_its_metrics_as_cloudwatch_reads_them(
     // a notification never waits.
     assert!(sums(&documents, "NotificationConsumerFunction", "Failed").is_empty());
 
-    // The orders: two confirmed, one paid, one cancelled by its payment window.
+    // The orders: two confirmed, one kept for cash on delivery, one cancelled by its payment
+    // window.
     let orders = [
         ("OrderConsumerFunction", "CONFIRMED"),
-        ("PayOrderFunction", "PAID"),
+        ("PayOrderFunction", "COD"),
         ("PaymentTimeoutConsumerFunction", "CANCELLED"),
     ];
     let confirmed = sums(&documents, "OrderConsumerFunction", "Orders");

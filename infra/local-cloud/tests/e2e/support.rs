@@ -169,6 +169,19 @@ impl Api {
 
     /// Sends a request; answers the status and the JSON body (`Null` when empty).
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        self.send(method, path, &[], body).await
+    }
+
+    /// Sends a request with these extra headers and this exact body; answers the status and
+    /// the JSON body (`Null` when empty, a string when not JSON).
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: String,
+    ) -> (u16, Value) {
         let mut request = http::Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
@@ -176,7 +189,9 @@ impl Api {
         if let Some(token) = &self.token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         let response = self
             .client
             .request(request.body(Full::new(Bytes::from(body))).unwrap())

@@ -1,0 +1,18 @@
+//! POST /payments/callback: the payment provider's signed notice; the only way an order
+//! becomes PAID.
+
+use app::boot::Boot;
+use app::http;
+use app::seckill::payment_routes;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    let boot = Boot::start();
+    let store = boot.order_store().await;
+    let secret = boot.payment_secret().await;
+    http::run(|request| {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        payment_routes::callback(&store, &secret, request, now)
+    })
+    .await
+}

@@ -1,0 +1,521 @@
+//! Online payment: the provider port, the provider's signed callback, and what a payment does
+//! to an order.
+//!
+//! Paying online is two steps, and only the second moves money in the order's eyes:
+//!
+//! 1. The buyer asks to pay a CONFIRMED order (`POST /orders/{id}/pay` `{"method":"ONLINE"}`):
+//!    the order gets a payment id, once ([`OrderStore::open_payment`]: asking again answers the
+//!    same one), and the [`PaymentProvider`] answers where to send the buyer (its checkout
+//!    page). The order stays CONFIRMED.
+//! 2. The provider calls back (`POST /payments/callback`) with a [`PaymentNotice`], signed
+//!    with the secret both sides share ([`WebhookSecret`]: HMAC-SHA256 over
+//!    `"{timestamp}.{body}"`, in the `Payment-Signature: t=<unix seconds>,v1=<hex>` header).
+//!    A bad signature, or one older than [`TOLERANCE_SECONDS`], is refused; a valid one is
+//!    [`settle`]d. This is the only way an order becomes PAID.
+//!
+//! [`settle`] is idempotent by the payment id, so a provider that delivers the same notice
+//! twice, or anyone replaying it within the tolerance, changes nothing: a PAID order answers
+//! that it is paid by that payment, a refund already recorded is not recorded again. A payment
+//! that succeeds for an order that can no longer take it (cancelled when its window ended,
+//! rejected, already settled otherwise, or for another amount) never turns into a sale: it is
+//! recorded for refund ([`Refund`]), and the order is left as it is. The race with the payment
+//! timeout is decided by the order's conditional writes: whichever of "CONFIRMED → PAID" and
+//! "CONFIRMED → CANCELLED" lands first wins, and the other sees the result.
+
+use super::orders::{Order, OrderStatus, OrderStore, OrderStoreError};
+use async_trait::async_trait;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+/// The header that carries the callback's signature.
+pub const SIGNATURE_HEADER: &str = "payment-signature";
+
+/// How old a signature may be: a notice replayed later than this is refused outright.
+pub const TOLERANCE_SECONDS: i64 = 300;
+
+/// A payment opened with the provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentSession {
+    pub payment_id: String,
+    pub order_id: String,
+    pub amount_cents: u64,
+    /// Where the provider sends the buyer back (a path of this origin).
+    pub return_url: String,
+}
+
+/// The payment provider, as the order path needs it: a real one plugs in behind this trait
+/// without touching the domain.
+#[async_trait]
+pub trait PaymentProvider: Send + Sync {
+    /// Opens the payment (or finds it again: the same `payment_id` is the same payment) and
+    /// answers the URL of the provider's checkout page for the buyer.
+    async fn open(&self, session: &PaymentSession) -> anyhow::Result<String>;
+}
+
+/// What the provider says happened to a payment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentStatus {
+    Succeeded,
+    Failed,
+}
+
+/// The callback's body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PaymentNotice {
+    /// The provider's id of this notice.
+    pub event_id: String,
+    pub payment_id: String,
+    pub order_id: String,
+    pub amount_cents: u64,
+    pub status: PaymentStatus,
+}
+
+/// Why a callback's signature is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SignatureError {
+    #[error("the Payment-Signature header is missing or malformed")]
+    Malformed,
+    #[error("the signature does not match the body")]
+    Mismatch,
+    #[error("the signature is more than {TOLERANCE_SECONDS} seconds away from now")]
+    Stale,
+}
+
+/// The secret the provider and this service share to sign callbacks.
+#[derive(Clone)]
+pub struct WebhookSecret(Vec<u8>);
+
+impl std::fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookSecret(..)")
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+impl WebhookSecret {
+    /// A secret of at least 16 bytes (a shorter one is a configuration error).
+    pub fn new(secret: impl Into<Vec<u8>>) -> Option<Self> {
+        let secret = secret.into();
+        (secret.len() >= 16).then_some(Self(secret))
+    }
+
+    fn mac(&self, timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes keys of any length");
+        mac.update(timestamp.to_string().as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        mac
+    }
+
+    /// The `Payment-Signature` header of `body` sent at `timestamp` (unix seconds).
+    pub fn sign(&self, timestamp: i64, body: &[u8]) -> String {
+        let tag = self.mac(timestamp, body).finalize().into_bytes();
+        format!("t={timestamp},v1={}", hex(&tag))
+    }
+
+    /// Checks `header` against `body` at `now` (unix seconds), in constant time.
+    pub fn verify(
+        &self,
+        header: Option<&str>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(), SignatureError> {
+        let header = header.ok_or(SignatureError::Malformed)?;
+        let mut timestamp = None;
+        let mut tag = None;
+        for part in header.split(',') {
+            match part.trim().split_once('=') {
+                Some(("t", value)) => timestamp = value.parse::<i64>().ok(),
+                Some(("v1", value)) => tag = unhex(value),
+                _ => return Err(SignatureError::Malformed),
+            }
+        }
+        let (Some(timestamp), Some(tag)) = (timestamp, tag) else {
+            return Err(SignatureError::Malformed);
+        };
+        self.mac(timestamp, body)
+            .verify_slice(&tag)
+            .map_err(|_| SignatureError::Mismatch)?;
+        if (now - timestamp).abs() > TOLERANCE_SECONDS {
+            return Err(SignatureError::Stale);
+        }
+        Ok(())
+    }
+}
+
+/// Why a payment that succeeded is to be refunded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RefundReason {
+    /// The payment window ended first: the order was cancelled and its units went back.
+    OrderCancelled,
+    OrderRejected,
+    /// The order was already paid by another payment, or kept for cash on delivery.
+    AlreadySettled,
+    /// The amount is not the order's total.
+    AmountMismatch,
+    /// Not the payment this service opened for the order.
+    UnknownPayment,
+}
+
+impl RefundReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OrderCancelled => "ORDER_CANCELLED",
+            Self::OrderRejected => "ORDER_REJECTED",
+            Self::AlreadySettled => "ALREADY_SETTLED",
+            Self::AmountMismatch => "AMOUNT_MISMATCH",
+            Self::UnknownPayment => "UNKNOWN_PAYMENT",
+        }
+    }
+}
+
+/// A payment to give back, as the commerce table records it (once per payment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refund {
+    pub payment_id: String,
+    pub order_id: String,
+    pub user_id: String,
+    pub amount_cents: u64,
+    pub reason: RefundReason,
+    pub recorded_at: String,
+}
+
+/// What a valid notice did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settlement {
+    /// CONFIRMED → PAID by this notice.
+    Paid,
+    /// Already PAID by this payment: a notice delivered again.
+    AlreadyPaid,
+    /// The payment failed: the order stays CONFIRMED, and the buyer may try again within the
+    /// payment window.
+    Failed,
+    /// Recorded for refund (`new`: by this notice, not one before it).
+    RefundDue { reason: RefundReason, new: bool },
+}
+
+impl Settlement {
+    /// The callback's answer.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Paid => "PAID",
+            Self::AlreadyPaid => "ALREADY_PAID",
+            Self::Failed => "FAILED",
+            Self::RefundDue { .. } => "REFUND_DUE",
+        }
+    }
+}
+
+/// Why a notice could not be settled.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    #[error("no such order")]
+    UnknownOrder,
+    #[error(transparent)]
+    Store(#[from] OrderStoreError),
+}
+
+/// What the order, as it is now, makes of a successful payment: pay it, or refund it.
+fn verdict(order: &Order, notice: &PaymentNotice) -> Result<(), RefundReason> {
+    let ours = order.payment_id.as_deref() == Some(notice.payment_id.as_str());
+    match order.status {
+        OrderStatus::Confirmed if !ours => Err(RefundReason::UnknownPayment),
+        OrderStatus::Confirmed if notice.amount_cents != order.total_cents => {
+            Err(RefundReason::AmountMismatch)
+        }
+        OrderStatus::Confirmed => Ok(()),
+        OrderStatus::Paid | OrderStatus::Cod => Err(RefundReason::AlreadySettled),
+        OrderStatus::Cancelled => Err(RefundReason::OrderCancelled),
+        OrderStatus::Rejected => Err(RefundReason::OrderRejected),
+    }
+}
+
+/// Applies a notice whose signature was verified, at `at` (RFC 3339).
+#[tracing::instrument(skip(store, notice), fields(order = %notice.order_id, payment = %notice.payment_id))]
+pub async fn settle(
+    store: &dyn OrderStore,
+    notice: &PaymentNotice,
+    at: &str,
+) -> Result<Settlement, SettleError> {
+    let mut order = store
+        .order(&notice.order_id)
+        .await?
+        .ok_or(SettleError::UnknownOrder)?;
+    if notice.status == PaymentStatus::Failed {
+        tracing::info!(status = order.status.as_str(), "the payment failed");
+        return Ok(Settlement::Failed);
+    }
+    // Twice at most: a conditional write that lost to the payment timeout (or to another
+    // notice) reads the order again, and what it became decides.
+    for _ in 0..2 {
+        if order.status == OrderStatus::Paid
+            && order.payment_id.as_deref() == Some(notice.payment_id.as_str())
+        {
+            return Ok(Settlement::AlreadyPaid);
+        }
+        match verdict(&order, notice) {
+            Ok(()) => {
+                if store
+                    .settle_online(&order.order_id, &notice.payment_id, at)
+                    .await?
+                {
+                    return Ok(Settlement::Paid);
+                }
+            }
+            Err(reason) => return refund(store, &order, notice, reason, at).await,
+        }
+        order = store
+            .order(&notice.order_id)
+            .await?
+            .ok_or(SettleError::UnknownOrder)?;
+    }
+    Err(SettleError::Store(OrderStoreError::Busy(anyhow::anyhow!(
+        "the order kept changing while the payment was settled"
+    ))))
+}
+
+async fn refund(
+    store: &dyn OrderStore,
+    order: &Order,
+    notice: &PaymentNotice,
+    reason: RefundReason,
+    at: &str,
+) -> Result<Settlement, SettleError> {
+    let refund = Refund {
+        payment_id: notice.payment_id.clone(),
+        order_id: order.order_id.clone(),
+        user_id: order.user_id.to_string(),
+        amount_cents: notice.amount_cents,
+        reason,
+        recorded_at: at.to_owned(),
+    };
+    let new = store.record_refund(&refund).await?;
+    if new {
+        tracing::warn!(
+            reason = reason.as_str(),
+            amount_cents = notice.amount_cents,
+            status = order.status.as_str(),
+            "a payment arrived that the order cannot take: recorded for refund"
+        );
+        crate::emf::refund_due(reason.as_str());
+    }
+    Ok(Settlement::RefundDue { reason, new })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seckill::memory::{MemoryOrders, MemoryPayments, MemoryReservations, S1};
+    use crate::seckill::order_consumer::{self, OrderDeps};
+    use crate::seckill::payment_timeout;
+    use crate::testing::batch;
+
+    const SECRET: &[u8] = b"a-shared-test-secret";
+
+    fn secret() -> WebhookSecret {
+        WebhookSecret::new(SECRET).unwrap()
+    }
+
+    #[test]
+    fn a_signature_verifies_only_its_body_its_secret_and_its_time() {
+        let body = br#"{"paymentId":"p1"}"#;
+        let header = secret().sign(1_000, body);
+        assert!(header.starts_with("t=1000,v1="), "{header}");
+        assert_eq!(secret().verify(Some(&header), body, 1_000), Ok(()));
+        assert_eq!(
+            secret().verify(Some(&header), body, 1_000 + TOLERANCE_SECONDS),
+            Ok(())
+        );
+        assert_eq!(
+            secret().verify(Some(&header), br#"{"paymentId":"p2"}"#, 1_000),
+            Err(SignatureError::Mismatch)
+        );
+        let other = WebhookSecret::new(b"another-secret-of-16".to_vec()).unwrap();
+        assert_eq!(
+            other.verify(Some(&header), body, 1_000),
+            Err(SignatureError::Mismatch)
+        );
+        // The timestamp is signed: moving it breaks the signature; a true old one is stale.
+        let moved = header.replace("t=1000", "t=1290");
+        assert_eq!(
+            secret().verify(Some(&moved), body, 1_300),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            secret().verify(Some(&header), body, 1_001 + TOLERANCE_SECONDS),
+            Err(SignatureError::Stale)
+        );
+        for bad in [
+            "",
+            "t=1000",
+            "v1=00",
+            "t=x,v1=00",
+            "t=1000,v1=zz",
+            "t=1000,v2=00",
+        ] {
+            assert_eq!(
+                secret().verify(Some(bad), body, 1_000),
+                Err(SignatureError::Malformed),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            secret().verify(None, body, 1_000),
+            Err(SignatureError::Malformed)
+        );
+        assert!(WebhookSecret::new(b"short".to_vec()).is_none());
+        assert_eq!(format!("{:?}", secret()), "WebhookSecret(..)");
+    }
+
+    /// A store with one CONFIRMED order `o1` of 2 units at 990, its payment `p1` opened.
+    async fn confirmed() -> (MemoryOrders, MemoryReservations) {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        let reservations = MemoryReservations::default();
+        reservations.reserve_units(S1, "o1", "ann", 0, 2);
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &MemoryPayments::default(),
+        };
+        let body = crate::seckill::memory::placed_units("o1", S1, "ann", 2, Some("ONLINE"));
+        assert!(
+            order_consumer::handle_batch(deps, batch(&[body]))
+                .await
+                .is_empty()
+        );
+        let ann = crate::ids::UserId::parse("ann").unwrap();
+        assert_eq!(
+            store
+                .open_payment("o1", &ann, "p1")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("p1")
+        );
+        (store, reservations)
+    }
+
+    fn notice(payment: &str, amount: u64, status: PaymentStatus) -> PaymentNotice {
+        PaymentNotice {
+            event_id: format!("ev-{payment}"),
+            payment_id: payment.to_owned(),
+            order_id: "o1".to_owned(),
+            amount_cents: amount,
+            status,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_payment_opens_once_and_its_success_pays_the_order_once() {
+        let (store, _) = confirmed().await;
+        let ann = crate::ids::UserId::parse("ann").unwrap();
+        // Asking again answers the same payment; someone else's order opens nothing.
+        let again = store.open_payment("o1", &ann, "p-other").await.unwrap();
+        assert_eq!(again.as_deref(), Some("p1"));
+        let bob = crate::ids::UserId::parse("bob").unwrap();
+        assert_eq!(store.open_payment("o1", &bob, "p9").await.unwrap(), None);
+
+        let failed = settle(&store, &notice("p1", 1_980, PaymentStatus::Failed), "t").await;
+        assert_eq!(failed.unwrap(), Settlement::Failed);
+        assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
+        let paid = notice("p1", 1_980, PaymentStatus::Succeeded);
+        assert_eq!(settle(&store, &paid, "t").await.unwrap(), Settlement::Paid);
+        let order = store.order("o1").await.unwrap().unwrap();
+        assert_eq!(order.status, OrderStatus::Paid);
+        assert_eq!(order.paid_at.as_deref(), Some("t"));
+        // Delivered again: nothing changes, nothing is refunded.
+        assert_eq!(
+            settle(&store, &paid, "t2").await.unwrap(),
+            Settlement::AlreadyPaid
+        );
+        assert_eq!(store.refunds().len(), 0);
+        // A second, different payment of the paid order is refunded, once.
+        let second = notice("p2", 1_980, PaymentStatus::Succeeded);
+        let reason = RefundReason::AlreadySettled;
+        assert_eq!(
+            settle(&store, &second, "t").await.unwrap(),
+            Settlement::RefundDue { reason, new: true }
+        );
+        assert_eq!(
+            settle(&store, &second, "t").await.unwrap(),
+            Settlement::RefundDue { reason, new: false }
+        );
+        assert_eq!(store.refunds().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_payment_after_the_window_ended_is_refunded_never_sold() {
+        let (store, reservations) = confirmed().await;
+        let due = crate::seckill::memory::due("o1", S1);
+        assert!(
+            payment_timeout::handle_batch(&store, &reservations, batch(&[due]))
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.stock(S1), 10);
+
+        let late = notice("p1", 1_980, PaymentStatus::Succeeded);
+        assert_eq!(
+            settle(&store, &late, "t").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::OrderCancelled,
+                new: true
+            }
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.stock(S1), 10);
+        let refunds = store.refunds();
+        assert_eq!(
+            (refunds[0].amount_cents, refunds[0].user_id.as_str()),
+            (1_980, "ann")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wrong_amount_or_a_payment_never_opened_is_refunded_and_the_order_waits() {
+        let (store, _) = confirmed().await;
+        let short = notice("p1", 990, PaymentStatus::Succeeded);
+        assert!(matches!(
+            settle(&store, &short, "t").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::AmountMismatch,
+                ..
+            }
+        ));
+        let stranger = notice("p7", 1_980, PaymentStatus::Succeeded);
+        assert!(matches!(
+            settle(&store, &stranger, "t").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::UnknownPayment,
+                ..
+            }
+        ));
+        assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
+        let mut unknown = notice("p1", 1_980, PaymentStatus::Succeeded);
+        unknown.order_id = "nope".to_owned();
+        assert!(matches!(
+            settle(&store, &unknown, "t").await,
+            Err(SettleError::UnknownOrder)
+        ));
+    }
+}
