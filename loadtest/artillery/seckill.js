@@ -1,20 +1,26 @@
 // Processor of seckill.yml: an operator creates and publishes a sale, a crowd reads its
-// detail page and places orders, and afterwards the run checks that exactly `stock` orders
-// were accepted and materialized: sold out, no oversell, no undersell.
+// detail page and places orders of one or more units with an address and a payment method;
+// buyers who chose to pay online pay through the provider's sandbox, whose notice reaches the
+// signed callback, and the others keep cash on delivery. Afterwards the run checks that
+// exactly `stock` units were accepted and materialized: sold out, no oversell, no undersell,
+// none beyond the per-user limit, every online order PAID and every other one COD.
 //
 // Settings (environment; defaults in brackets):
 //   SECKILL_STOCK [100]          units on sale
 //   SECKILL_BUYERS [4 x stock]   buyers the crowd is drawn from (their order lists are read
 //                                afterwards; with Cognito each is a user in the pool)
-//   SECKILL_PER_USER_LIMIT [1]   the sale's perUserLimit
+//   SECKILL_PER_USER_LIMIT [2]   the sale's perUserLimit, in units
+//   SECKILL_MAX_QUANTITY [2]     each order asks for 1 to this many units (at most the limit)
+//   SECKILL_ONLINE_SHARE [0.5]   the share of orders paid online (the rest: cash on delivery)
 //   VERIFY_TIMEOUT [60]          seconds the after hook waits for the orders to materialize
 //   SECKILL_CHECK_FILE           where the after hook writes its verdict as JSON (optional)
 //   THINK_TIME [0]               seconds between reading the detail page and ordering
 //   AUTH_MODE, LOCAL_JWT_SECRET, COGNITO_*: see lib/auth.js
 //
 // The check assumes that the payment window (the template's PaymentWindowSeconds, 900 s by
-// default) outlasts the run: nobody pays here, so an order cancelled meanwhile would give its
-// unit back and the sale would rightly no longer be sold out.
+// default) outlasts the run: an online order is paid within seconds of its confirmation, so
+// one cancelled meanwhile would give its units back and the sale would rightly no longer be
+// sold out. Paying online needs the sandbox provider (every stack but prod).
 'use strict';
 
 const fs = require('node:fs');
@@ -23,7 +29,9 @@ const { envNumber, randomInt, checkStatus, call, forEachLimited, sleep, newRunId
 
 const STOCK = Math.max(1, Math.floor(envNumber('SECKILL_STOCK', 100)));
 const BUYERS = Math.max(1, Math.floor(envNumber('SECKILL_BUYERS', 4 * STOCK)));
-const PER_USER_LIMIT = Math.max(1, Math.floor(envNumber('SECKILL_PER_USER_LIMIT', 1)));
+const PER_USER_LIMIT = Math.max(1, Math.floor(envNumber('SECKILL_PER_USER_LIMIT', 2)));
+const MAX_QUANTITY = Math.max(1, Math.min(PER_USER_LIMIT, Math.floor(envNumber('SECKILL_MAX_QUANTITY', 2))));
+const ONLINE_SHARE = Math.min(1, Math.max(0, envNumber('SECKILL_ONLINE_SHARE', 0.5)));
 const VERIFY_TIMEOUT_MS = envNumber('VERIFY_TIMEOUT', 60) * 1000;
 const THINK_TIME = envNumber('THINK_TIME', 0);
 
@@ -85,15 +93,67 @@ async function pickBuyer(context) {
   const { token } = await auth.session(key, { sessions: context.vars.cognitoSessions });
   context.vars.token = token;
   context.vars.thinkTime = THINK_TIME;
+  context.vars.orderBody = {
+    quantity: 1 + randomInt(MAX_QUANTITY),
+    paymentMethod: Math.random() < ONLINE_SHARE ? 'ONLINE' : 'COD',
+    address: {
+      recipient: `Buyer ${key}`,
+      line1: `${1 + randomInt(200)} Load Test Street`,
+      city: 'Springfield',
+      postalCode: String(10000 + randomInt(89999)),
+      country: 'US',
+    },
+  };
+}
+
+// The order's body: what pickBuyer chose.
+function setOrderBody(requestParams, context, events, next) {
+  requestParams.json = context.vars.orderBody;
+  return next();
+}
+
+// After an accepted online order: wait for its confirmation, open the payment, have the
+// sandbox sign its notice (the secret never leaves the stack) and deliver it to the callback,
+// as the provider would; the order must then read PAID. Counted as seckill.payments.*.
+async function payOnline(context, events) {
+  const { target, orderId, token, orderBody } = context.vars;
+  if (!orderId || orderBody.paymentMethod !== 'ONLINE') return;
+  const deadline = Date.now() + VERIFY_TIMEOUT_MS;
+  let order = null;
+  while (!order || order.status === 'PENDING') {
+    if (Date.now() > deadline) throw new Error(`order ${orderId} was not confirmed in time`);
+    order = await call(target, 'GET', `/orders/${orderId}`, { token });
+    if (order.status === 'PENDING') await sleep(200);
+  }
+  if (order.status !== 'CONFIRMED') {
+    events.emit('counter', `seckill.payments.skipped_${order.status.toLowerCase()}`, 1);
+    return;
+  }
+  const opened = await call(target, 'POST', `/orders/${orderId}/pay`, { token, body: { method: 'ONLINE' } });
+  const signed = await call(target, 'POST', `/sandbox/payments/${opened.payment.paymentId}`, {
+    body: { outcome: 'PAY', orderId, amountCents: opened.totalCents },
+  });
+  const started = Date.now();
+  const settled = await call(target, 'POST', signed.callbackUrl, {
+    raw: signed.body,
+    headers: { 'payment-signature': signed.signature },
+  });
+  events.emit('histogram', 'seckill.payments.callback_ms', Date.now() - started);
+  if (settled.outcome !== 'PAID') throw new Error(`the callback answered ${settled.outcome} for ${orderId}`);
+  events.emit('counter', 'seckill.payments.paid', 1);
 }
 
 // Order outcomes as counters, which Artillery sums over its workers into the report:
 // seckill.orders.accepted (202) and seckill.orders.<code> for the refusals the contract names.
-const REFUSALS = { 409: ['SOLD_OUT', 'LIMIT_REACHED', 'NOT_STARTED', 'ENDED'], 429: ['RATE_LIMITED'] };
+const REFUSALS = {
+  409: ['SOLD_OUT', 'NOT_ENOUGH_STOCK', 'LIMIT_REACHED', 'NOT_STARTED', 'ENDED'],
+  429: ['RATE_LIMITED'],
+};
 
 function countOrder(req, res, context, events, next) {
   if (res.statusCode === 202) {
     events.emit('counter', 'seckill.orders.accepted', 1);
+    events.emit('counter', 'seckill.units.accepted', context.vars.orderBody.quantity);
     return next();
   }
   let code = '';
@@ -110,8 +170,8 @@ function countOrder(req, res, context, events, next) {
 }
 
 // after hook, once all virtual users are done: the sale must be sold out, and the buyers'
-// order lists must hold exactly `stock` orders of this sale that are not REJECTED, none of
-// them beyond the per-user limit. A failure sets Artillery's exit code and says why. Then,
+// order lists must hold exactly `stock` units in orders of this sale that are not REJECTED,
+// none of the buyers beyond the per-user limit, every online order PAID and every other COD. A failure sets Artillery's exit code and says why. Then,
 // whatever the verdict, the run's Cognito users (buyers and the operator) are deleted.
 async function verifySale(context) {
   const { target, saleId, runId, cognitoSessions } = context.vars;
@@ -139,9 +199,12 @@ async function verifySale(context) {
     // the order consumer materialized it): poll until all `stock` are there.
     let byStatus = {};
     let overLimit = 0;
+    let unsettled = 0;
     for (let pass = 1; ; pass += 1) {
       byStatus = {};
       overLimit = 0;
+      unsettled = 0;
+      let units = 0;
       await forEachLimited([...Array(BUYERS).keys()], 8, async (i) => {
         const { token } = await auth.session(buyerKey(runId, i), { sessions: cognitoSessions });
         let mine = 0;
@@ -152,33 +215,36 @@ async function verifySale(context) {
           const page = await call(target, 'GET', `/orders?${qs}`, { token });
           for (const order of page.items.filter((o) => o.saleId === saleId)) {
             byStatus[order.status] = (byStatus[order.status] || 0) + 1;
-            if (order.status !== 'REJECTED') mine += 1;
+            if (order.status === 'REJECTED') continue;
+            mine += order.quantity || 1;
+            const expected = order.paymentMethod === 'COD' ? 'COD' : 'PAID';
+            if (order.status !== expected) unsettled += 1;
           }
           cursor = page.nextCursor;
         } while (cursor);
         if (mine > PER_USER_LIMIT) overLimit += 1;
+        units += mine;
       });
-      const kept = Object.entries(byStatus)
-        .filter(([status]) => status !== 'REJECTED')
-        .reduce((sum, [, n]) => sum + n, 0);
-      verdict.orders = kept;
+      const kept = units;
+      verdict.units = kept;
       verdict.byStatus = byStatus;
       verdict.passes = pass;
       if (overLimit > 0) return fail(`${overLimit} buyers hold more than ${PER_USER_LIMIT} units`);
-      if (kept > STOCK) return fail(`oversold: ${kept} orders for a stock of ${STOCK} (${JSON.stringify(byStatus)})`);
-      if (kept === STOCK) break;
+      if (kept > STOCK) return fail(`oversold: ${kept} units for a stock of ${STOCK} (${JSON.stringify(byStatus)})`);
+      if (kept === STOCK && unsettled === 0) break;
       if (Date.now() > deadline) {
         return fail(
-          `only ${kept} of ${STOCK} orders materialized after ${VERIFY_TIMEOUT_MS / 1000} s ` +
-            `(${JSON.stringify(byStatus)}); is the order consumer running?`
+          `${kept} of ${STOCK} units materialized and ${unsettled} orders neither PAID online nor ` +
+            `kept for COD after ${VERIFY_TIMEOUT_MS / 1000} s (${JSON.stringify(byStatus)}); ` +
+            'is the order consumer running?'
         );
       }
       await sleep(1000);
     }
     verdict.ok = true;
     console.log(
-      `\nseckill check ok: sold out, ${STOCK} orders for ${STOCK} units (${JSON.stringify(byStatus)}), ` +
-        `none beyond ${PER_USER_LIMIT} per buyer`
+      `\nseckill check ok: sold out, ${STOCK} units in ${JSON.stringify(byStatus)} orders, ` +
+        `none beyond ${PER_USER_LIMIT} per buyer, online orders PAID by signed callbacks, the rest COD`
     );
   } catch (err) {
     fail(`could not verify the sale: ${err.message}`);
@@ -190,4 +256,4 @@ async function verifySale(context) {
   }
 }
 
-module.exports = { setupSale, pickBuyer, countOrder, verifySale, checkStatus };
+module.exports = { setupSale, pickBuyer, setOrderBody, payOnline, countOrder, verifySale, checkStatus };

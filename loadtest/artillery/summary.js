@@ -73,17 +73,24 @@ if (orderCounters.length || checkFile) {
       status = 1;
     } else {
       const check = JSON.parse(fs.readFileSync(checkFile, 'utf8'));
+      // Orders of one or more units: the units of the 202s must add up to the stock.
       const accepted = counters['seckill.orders.accepted'] || 0;
+      const units = counters['seckill.units.accepted'] || 0;
+      const paid = counters['seckill.payments.paid'] || 0;
       if (!check.ok) {
         out(`${markdown ? '**Check.** ' : 'check:         '}FAILED: ${check.message}`);
         status = 1;
-      } else if (accepted !== check.stock) {
-        out(`${markdown ? '**Check.** ' : 'check:         '}FAILED: ${accepted} orders accepted (202) for a stock of ${check.stock}`);
+      } else if (units !== check.stock) {
+        out(
+          `${markdown ? '**Check.** ' : 'check:         '}FAILED: ${units} units in ${accepted} orders accepted (202) ` +
+            `for a stock of ${check.stock}`
+        );
         status = 1;
       } else {
         out(
-          `${markdown ? '**Check.** ' : 'check:         '}ok: ${accepted} accepted (202) = stock ${check.stock}; ` +
-            `sale ${check.finalState}; materialized ${JSON.stringify(check.byStatus)}`
+          `${markdown ? '**Check.** ' : 'check:         '}ok: ${units} units in ${accepted} orders accepted (202) = ` +
+            `stock ${check.stock}; ${paid} paid online through signed callbacks; sale ${check.finalState}; ` +
+            `materialized ${JSON.stringify(check.byStatus)}`
         );
       }
     }

@@ -59,15 +59,16 @@ function checkStatus(req, res, context, events, next) {
 
 // fetch for the hooks (before/after run once, outside the measured load): answers the parsed
 // body, and throws with the request and the answer when the status is not the expected one.
-async function call(target, method, path, { token, body, expect = [200] } = {}) {
-  const headers = { 'content-type': 'application/json' };
+async function call(target, method, path, { token, body, raw, headers: extra = {}, expect = [200] } = {}) {
+  const headers = { 'content-type': 'application/json', ...extra };
   if (token) headers.authorization = `Bearer ${token}`;
   let res;
   try {
     res = await fetch(new URL(path, target), {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      // `raw`: a body sent byte for byte (a signed one); else `body` as JSON.
+      body: raw !== undefined ? raw : body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
   } catch (err) {
