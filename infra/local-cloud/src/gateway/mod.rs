@@ -191,7 +191,13 @@ impl Gateway {
             .await
             .ok()
             .map(|collected| collected.to_bytes());
-            return sign_in::respond(&self.secret, &parts.method, json, body.as_deref());
+            return sign_in::respond(
+                &self.secret,
+                &parts.method,
+                parts.uri.query(),
+                json,
+                body.as_deref(),
+            );
         }
         if dashboard::is_local(parts.uri.path()) {
             return self.dashboard.respond(&parts.method, parts.uri.path());

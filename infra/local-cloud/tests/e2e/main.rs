@@ -16,5 +16,6 @@ mod metrics;
 mod redis_loss;
 mod reliability;
 mod seckill;
+mod shop;
 mod support;
 mod throttling;
