@@ -22,7 +22,10 @@
     document.getElementById("amount").textContent = cents != null ? shop.money(cents) : "–";
     document.getElementById("payment-method").textContent =
       order.paymentMethod === "COD" ? "Cash on delivery" : order.paymentMethod === "ONLINE" ? "Online" : "–";
-    shop.say("message", SAID[order.status] || order.status,
+    const said = order.status === "CONFIRMED" && order.paymentMethod === "COD"
+      ? "Confirmed: kept for delivery, to be paid in cash on delivery."
+      : SAID[order.status] || order.status;
+    shop.say("message", said,
       ["CANCELLED", "REJECTED"].includes(order.status) ? "error" : order.status === "PENDING" ? "" : "ok");
     const next = document.getElementById("next");
     next.textContent = "";

@@ -123,6 +123,13 @@
   });
 
   document.addEventListener("DOMContentLoaded", async () => {
+    // The window in the reader's own time zone (the page carries UTC).
+    for (const time of document.querySelectorAll("time[datetime]")) {
+      time.textContent = new Date(time.dateTime).toLocaleString(undefined, {
+        dateStyle: "medium",
+        timeStyle: "medium",
+      });
+    }
     await Promise.all([poll(), loadBought().catch(() => {})]);
     setInterval(poll, 1000);
     setInterval(render, 250);

@@ -166,11 +166,9 @@ async fn walk(
         ("stock", "5"),
         ("perUserLimit", "1"),
     ] {
-        client
-            .find(Locator::Id(field))
-            .await?
-            .send_keys(value)
-            .await?;
+        let input = client.find(Locator::Id(field)).await?;
+        input.clear().await?;
+        input.send_keys(value).await?;
     }
     client
         .execute(
