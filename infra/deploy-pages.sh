@@ -7,8 +7,9 @@
 # pages) to the stack's ShopBucket under shop/, leaving the sale pages that publish-sale
 # wrote, and invalidates the distribution's copies of the static pages. On the first deploy
 # the stack's ShopDomain parameter is still empty (the sign-in client cannot name the
-# distribution in the template, see ShopDomain there): it then runs `sam deploy` once more
-# with ShopDomain set to the distribution's host, so that sign-in comes back to it.
+# distribution in the template, see ShopDomain there): it then updates the stack once more,
+# same template and parameters, with ShopDomain set to the distribution's host, so that
+# sign-in comes back to it.
 #
 # Needs the deployer's AWS credentials (the usual variables or profile). The AWS CLI comes
 # from the project-local venv .local/venv/aws (infra/python/aws.txt).
@@ -48,10 +49,17 @@ if [[ -z $bucket || $bucket == None ]]; then
 fi
 
 if [[ $(parameter ShopDomain) != "$host" ]]; then
+    # The deployed template again, every other parameter as it is: only ShopDomain changes.
     echo "deploy-pages: setting ShopDomain=$host (the sign-in's callback host)"
-    .local/venv/sam/bin/sam deploy --stack-name "$stack" --no-confirm-changeset \
-        --no-fail-on-empty-changeset --parameter-overrides "ShopDomain=$host" \
-        ${2:+--region "$2"}
+    parameters=(ParameterKey=ShopDomain,ParameterValue="$host")
+    for key in $("${aws[@]}" cloudformation describe-stacks --stack-name "$stack" \
+        --query 'Stacks[0].Parameters[].ParameterKey' --output text); do
+        [[ $key == ShopDomain ]] || parameters+=(ParameterKey="$key",UsePreviousValue=true)
+    done
+    "${aws[@]}" cloudformation update-stack --stack-name "$stack" --use-previous-template \
+        --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND --parameters "${parameters[@]}" \
+        >/dev/null
+    "${aws[@]}" cloudformation wait stack-update-complete --stack-name "$stack"
 fi
 
 config=$(mktemp)
