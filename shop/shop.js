@@ -80,10 +80,12 @@ const shop = (() => {
   }
 
   // Calls the API; answers {status, body, headers}. The body is the parsed JSON, or null.
-  async function api(method, path, body) {
+  // A public route is called without the token, which it does not need (and which the
+  // distribution's cached behaviour would not forward anyway).
+  async function api(method, path, body, { anonymous = false } = {}) {
     const headers = { accept: "application/json" };
     const token = sessionStorage.getItem(TOKEN);
-    if (token) headers.authorization = `Bearer ${token}`;
+    if (token && !anonymous) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     const response = await fetch(path, {
       method,

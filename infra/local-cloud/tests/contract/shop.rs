@@ -153,11 +153,45 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
     assert_eq!(list(&shop["AllowedMethods"]), ["GET", "HEAD"]);
     assert_eq!(shop["CachePolicyId"], CACHING_OPTIMIZED);
 
+    // Ordering and publishing pass through uncached, Authorization forwarded; they come
+    // before the cached detail, since the first pattern that matches wins.
+    let position = |pattern: &str| {
+        behaviours
+            .iter()
+            .position(|b| b["PathPattern"] == pattern)
+            .unwrap()
+    };
+    for pattern in [
+        "/seckill/activities/*/orders",
+        "/seckill/activities/*/publish",
+    ] {
+        let writes = behaviour(pattern);
+        assert_eq!(writes["TargetOriginId"], "api", "{pattern}");
+        assert_eq!(writes["CachePolicyId"], CACHING_DISABLED, "{pattern}");
+        assert_eq!(writes["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST);
+        assert!(list(&writes["AllowedMethods"]).contains(&"POST".to_owned()));
+        assert!(
+            position(pattern) < position("/seckill/activities/*"),
+            "{pattern}"
+        );
+    }
     let detail = behaviour("/seckill/activities/*");
     assert_eq!(detail["TargetOriginId"], "api");
     assert_eq!(text(&detail["CachePolicyId"]), "!Ref SaleDetailCachePolicy");
-    assert_eq!(detail["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST);
-    assert_eq!(list(&detail["CachedMethods"]), ["GET", "HEAD"]);
+    assert!(detail.get("OriginRequestPolicyId").is_none(), "{detail:?}");
+    assert_eq!(list(&detail["AllowedMethods"]), ["GET", "HEAD"]);
+    // Every route under the cached prefix other than the detail is a write behaviour's.
+    let model = project_model(&[]);
+    for route in model.http_routes() {
+        if let Some(rest) = route.path.strip_prefix("/seckill/activities/") {
+            let covered = rest == "{id}" || rest.ends_with("/orders") || rest.ends_with("/publish");
+            assert!(
+                covered,
+                "{} {} has no behaviour of its own",
+                route.method, route.path
+            );
+        }
+    }
     // The route's max-age=1 (shared/src/seckill/sale_routes.rs) is honoured, never stretched.
     let ttl = &resource("SaleDetailCachePolicy")["Properties"]["CachePolicyConfig"];
     assert_eq!(ttl["MinTTL"], 0);
