@@ -8,7 +8,7 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
-        emulators emulators-stop build release sam-build sam-check clean-local dlq-replay load bench \
+        emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay load bench \
         schemathesis
 
 help: ## list the targets
@@ -86,6 +86,10 @@ sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] 
 
 sam-check: ## check sam build's bootstraps: ELF for ARCH, under 8 MiB, each answers once locally
 	@infra/sam-check.sh
+
+deploy-pages: ## after sam deploy: the shop's pages to the stack's bucket: make deploy-pages STACK=name [REGION=...]
+	@test -n "$(STACK)" || { echo "usage: make deploy-pages STACK=<stack> [REGION=<region>]" >&2; exit 2; }
+	@infra/deploy-pages.sh $(STACK) $(REGION)
 
 clean-local: ## stop the emulators and delete project-local state (.local)
 	-LOCAL_STATE=.local/dev infra/emulators/stop.sh

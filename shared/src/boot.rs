@@ -14,6 +14,7 @@ use tokio::sync::OnceCell;
 use crate::cloud::{self, Clients};
 use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
+use crate::seckill::page_store::S3SalePages;
 use crate::seckill::payment::{PaymentProvider, WebhookSecret};
 use crate::seckill::redis_store::RedisSales;
 use crate::seckill::reservations::RedisReservations;
@@ -89,6 +90,12 @@ impl Boot {
     /// The sales (`COMMERCE_TABLE`).
     pub async fn sale_store(&self) -> DynamoSaleStore {
         self.table(DynamoSaleStore::from_env).await
+    }
+
+    /// The bucket of the shop's pages (`SHOP_BUCKET`).
+    pub async fn sale_pages(&self) -> S3SalePages {
+        let client = self.clients().await.s3.clone();
+        self.must(S3SalePages::from_env(&self.env, client))
     }
 
     /// The sale cache and admission scripts on a Redis connection of their own (a function

@@ -69,6 +69,7 @@ fn amazon_https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
 }
 
 impl Clients {
@@ -76,6 +77,7 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(config),
             sqs: aws_sdk_sqs::Client::new(config),
+            s3: s3_client(config),
         }
     }
 }
@@ -113,6 +115,17 @@ pub async fn webhook_secret(
         .ok_or_else(|| SecretError::Unusable {
             arn: arn.to_owned(),
         })
+}
+
+/// The S3 client. Path-style addressing when an endpoint is overridden (the local emulator,
+/// LocalStack), whose buckets have no DNS names; virtual-hosted, as AWS prefers, otherwise.
+fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
+    let path_style = std::env::vars()
+        .any(|(name, _)| name == "AWS_ENDPOINT_URL" || name == "AWS_ENDPOINT_URL_S3");
+    let s3 = aws_sdk_s3::config::Builder::from(config)
+        .force_path_style(path_style)
+        .build();
+    aws_sdk_s3::Client::from_conf(s3)
 }
 
 /// Why Redis could not be reached at cold start.

@@ -1,13 +1,20 @@
-//! `POST /seckill/activities/{id}/publish` (admin): publishes a sale and preheats Redis.
+//! `POST /seckill/activities/{id}/publish` (admin): publishes a sale, preheats Redis and
+//! writes its page.
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::sale_routes;
+use app::seckill::sale_routes::{self, PublishRoute};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.sale_store().await;
     let cache = boot.redis_sales().await;
-    http::run(|request| sale_routes::publish_sale(&store, &cache, request)).await
+    let pages = boot.sale_pages().await;
+    let route = PublishRoute {
+        store: &store,
+        cache: &cache,
+        pages: &pages,
+    };
+    http::run(|request| sale_routes::publish_sale(&route, request)).await
 }

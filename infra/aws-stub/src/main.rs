@@ -29,7 +29,9 @@
 //! DescribeTimeToLive, UpdateTimeToLive, GetQueueUrl, CreateQueue, SetQueueAttributes,
 //! GetQueueAttributes, Secrets Manager's CreateSecret), with queue URLs
 //! `http://<Host>/<account>/<name>` as the runner expects, and GetSecretValue with the local
-//! cloud's value of the secret (`local-<id>-value`).
+//! cloud's value of the secret (`local-<id>-value`); and the S3 writes of its start
+//! (CreateBucket and PutObject of the shop's pages, REST calls without `X-Amz-Target`: any
+//! `PUT`), which succeed and store nothing.
 //! DynamoDB Streams answer no stream. Any other operation is a 400 `UnknownOperationException`
 //! and is counted: `GET /__stub/stats` answers the count of every operation served, so a
 //! benchmark can report its AWS calls per request and prove none went unanswered.
@@ -477,6 +479,9 @@ impl Stub {
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default()
             .to_owned();
+        if target.is_empty() && request.method() == http::Method::PUT {
+            return Ok(self.s3_put(request).await);
+        }
         let host = request
             .headers()
             .get(http::header::HOST)
@@ -526,6 +531,29 @@ impl Stub {
                 ))
             }
         }
+    }
+}
+
+impl Stub {
+    /// An S3 `PUT` (path-style): `/<bucket>` creates a bucket, `/<bucket>/<key>` writes an
+    /// object; both succeed with an empty answer, as S3's do.
+    async fn s3_put(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let object = request.uri().path().trim_matches('/').contains('/');
+        // The body is read and dropped: nothing is stored.
+        let _ = request.into_body().collect().await;
+        self.count(if object {
+            "S3.PutObject"
+        } else {
+            "S3.CreateBucket"
+        });
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(
+                "x-amz-request-id",
+                uuid::Uuid::new_v4().simple().to_string(),
+            )
+            .body(Full::new(Bytes::new()))
+            .expect("a valid response")
     }
 }
 

@@ -5,6 +5,7 @@ use crate::dashboard::Dashboard;
 use crate::faults::{FaultPlan, Faults, proxy};
 use crate::gateway::{self, Route};
 use crate::model::{EventSpec, Model};
+use crate::pages::Pages;
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::sources::{SourceContext, Sources, Subscriber};
 use crate::template::{self, LocalNames};
@@ -141,7 +142,38 @@ pub async fn provision(options: &CloudOptions) -> anyhow::Result<(Model, SourceC
     crate::secrets::provision(&model.secrets, &secrets)
         .await
         .context("failed to provision the template's secrets")?;
+    crate::provision::provision_buckets(&pages_client(&sdk), &context.region, &model.buckets)
+        .await?;
     Ok((model, context))
+}
+
+/// The S3 client of the emulator: path-style, since its buckets have no DNS names.
+fn pages_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::from(sdk)
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// The pages of the model, uploaded from the `shop/` directory beside the template (when the
+/// template has the pages bucket).
+async fn upload_pages(model: &Model, options: &CloudOptions) -> anyhow::Result<Option<Pages>> {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let Some(pages) = Pages::of(model, &pages_client(&sdk)) else {
+        return Ok(None);
+    };
+    let dir = options
+        .template
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("shop");
+    if dir.is_dir() {
+        let count = pages.upload(&dir).await?;
+        tracing::info!(count, bucket = pages.bucket(), "uploaded the shop's pages");
+    }
+    Ok(Some(pages))
 }
 
 /// The `--env-vars` file of `sam local start-api` for this model: each function's resolved
@@ -230,6 +262,7 @@ impl LocalCloud {
             });
         }
 
+        let pages = upload_pages(&model, &options).await?;
         let listener = tokio::net::TcpListener::bind(options.address)
             .await
             .with_context(|| format!("failed to listen on {}", options.address))?;
@@ -240,6 +273,7 @@ impl LocalCloud {
             routes,
             options.jwt_secret.clone(),
             context.dashboard.clone(),
+            pages,
             async move {
                 let _ = stopped.await;
             },

@@ -6,13 +6,15 @@
 //! - [`model`]: the resolved deployment: tables, queues, functions and their events.
 //! - [`template`]: reads `template.yaml` (parameters, Globals, `!Ref`, `!GetAtt`, `!Sub`)
 //!   into a [`model::Model`].
-//! - [`provision`]: creates the model's tables and queues in the emulators.
+//! - [`provision`]: creates the model's tables, queues and buckets in the emulators.
 //! - [`secrets`]: creates the template's secrets in the emulator with their local values.
 //! - [`runtime`]: runs each function's real binary behind a local Lambda Runtime API and
 //!   invokes it, one invocation at a time per instance.
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
 //! - [`dashboard`]: the live dashboard at `/_local/dashboard` and what it records.
+//! - [`pages`]: the shop's pages under `/shop/`, from the emulator's S3, as the cloud's
+//!   distribution serves them.
 //! - [`sign_in`]: the development sign-in at `/_local/sign-in`, a local token for a user name.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
@@ -30,6 +32,7 @@ pub mod gateway;
 pub mod jwt;
 pub mod loopback;
 pub mod model;
+pub mod pages;
 pub mod provision;
 pub mod replay;
 pub mod runtime;

@@ -317,6 +317,13 @@ async fn main() -> anyhow::Result<()> {
                 "live dashboard on http://{}/_local/dashboard",
                 cloud.address
             );
+            if cloud
+                .model
+                .bucket(local_cloud::pages::PAGES_BUCKET)
+                .is_some()
+            {
+                println!("shop pages on http://{}/shop/", cloud.address);
+            }
             shutdown_signal().await?;
             println!("stopping");
             cloud.stop().await;

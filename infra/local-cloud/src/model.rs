@@ -10,6 +10,7 @@ pub struct Model {
     pub stack_name: String,
     pub tables: Vec<TableSpec>,
     pub queues: Vec<QueueSpec>,
+    pub buckets: Vec<BucketSpec>,
     pub functions: Vec<FunctionSpec>,
     pub secrets: Vec<SecretSpec>,
 }
@@ -34,6 +35,10 @@ impl Model {
 
     pub fn table(&self, logical_id: &str) -> Option<&TableSpec> {
         self.tables.iter().find(|t| t.logical_id == logical_id)
+    }
+
+    pub fn bucket(&self, logical_id: &str) -> Option<&BucketSpec> {
+        self.buckets.iter().find(|b| b.logical_id == logical_id)
     }
 
     /// Every function's HTTP API routes.
@@ -71,6 +76,15 @@ pub struct IndexSpec {
     /// `ALL`, `KEYS_ONLY` or `INCLUDE`.
     pub projection_type: String,
     pub non_key_attributes: Vec<String>,
+}
+
+/// An `AWS::S3::Bucket`: only its name matters locally (its access settings are the
+/// cloud's; the emulator's buckets are private to the runner and the functions anyway).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketSpec {
+    pub logical_id: String,
+    /// `BucketName`, or `<stack>-<logical id>` in lower case (bucket names are).
+    pub name: String,
 }
 
 /// An `AWS::SQS::Queue`.

@@ -1,4 +1,4 @@
-//! Creates the model's tables and queues in the emulators. Running it again on a running
+//! Creates the model's tables, queues and buckets in the emulators. Running it again on a running
 //! emulator keeps what exists, and its data, so `make dev` can be re-run at will.
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use crate::model::{IndexSpec, Model, QueueSpec, TableSpec};
+use crate::model::{BucketSpec, IndexSpec, Model, QueueSpec, TableSpec};
 
 /// Queue attributes that name another queue: set once every queue exists.
 const REDRIVE_ATTRIBUTES: [&str; 2] = ["RedrivePolicy", "RedriveAllowPolicy"];
@@ -40,6 +40,38 @@ pub async fn provision(
         anyhow::Ok(())
     };
     tokio::try_join!(tables, provision_queues(sqs, &model.queues))?;
+    Ok(())
+}
+
+/// Creates the model's buckets; an existing one is kept with its objects.
+pub async fn provision_buckets(
+    s3: &aws_sdk_s3::Client,
+    region: &str,
+    buckets: &[BucketSpec],
+) -> anyhow::Result<()> {
+    use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
+    for bucket in buckets {
+        let mut request = s3.create_bucket().bucket(&bucket.name);
+        // us-east-1 is the one region that takes no location constraint.
+        if region != "us-east-1" {
+            request = request.create_bucket_configuration(
+                CreateBucketConfiguration::builder()
+                    .location_constraint(BucketLocationConstraint::from(region))
+                    .build(),
+            );
+        }
+        match request.send().await {
+            Ok(_) => {}
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_bucket_already_owned_by_you()) => {}
+            Err(err) => {
+                return Err(anyhow::Error::new(err)
+                    .context(format!("failed to create bucket {}", bucket.logical_id)));
+            }
+        }
+    }
     Ok(())
 }
 

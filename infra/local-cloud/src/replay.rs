@@ -102,6 +102,7 @@ mod tests {
         Model {
             stack_name: "local".to_owned(),
             tables: Vec::new(),
+            buckets: Vec::new(),
             functions: Vec::new(),
             secrets: Vec::new(),
             queues: vec![

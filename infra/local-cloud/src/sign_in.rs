@@ -7,6 +7,11 @@
 //! (`{"user": "ann", "admin": true}`) and answers JSON `{token, sub, groups, expiresInSeconds}`
 //! to a JSON request, or a page showing the token to the form. A user name is what the API
 //! takes as a user id: 1 to 128 of `A-Z a-z 0-9 - _ .`; anything else is a 400 that says so.
+//!
+//! The shop's pages send people here with `?return=/shop/...`: the form carries it, and a
+//! sign-in through it answers `303` to that page with the token in the URL's fragment
+//! (`#token=...`), which never reaches a server or a log. Only same-origin paths under
+//! `/shop/` are taken, so the sign-in cannot be made to hand a token to another site.
 
 use crate::dashboard::local_answer;
 use bytes::Bytes;
@@ -29,18 +34,58 @@ const MAX_USER: usize = 128;
 struct SignIn {
     user: String,
     admin: bool,
+    /// The page to go back to with the token ([`valid_return`]).
+    back_to: Option<String>,
 }
 
-/// The answer to `method` on [`PATH`] with `body` (none when it was over [`MAX_BODY`] or
-/// could not be read; `json`: the request's content type is JSON).
+/// The only pages a token is handed back to.
+const RETURN_PREFIX: &str = "/shop/";
+
+/// `path` if it is a page of the shop on this origin: `/shop/...`, no scheme, host, `..`,
+/// backslash, fragment or control character.
+fn valid_return(path: &str) -> Result<String, String> {
+    let fits = path.starts_with(RETURN_PREFIX)
+        && path.len() <= 512
+        && !path.contains("//")
+        && !path.contains("..")
+        && !path.contains('\\')
+        && !path.contains('#')
+        && !path.chars().any(|c| c.is_control() || c == ' ');
+    match fits {
+        true => Ok(path.to_owned()),
+        false => Err(format!(
+            "return must be a page of this site under {RETURN_PREFIX}, such as /shop/ops.html"
+        )),
+    }
+}
+
+/// The `return` of a query string, checked.
+fn return_of(query: Option<&str>) -> Result<Option<String>, String> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    for pair in query.split('&') {
+        if let Some(value) = pair.strip_prefix("return=") {
+            return valid_return(&decode(value)).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// The answer to `method` on [`PATH`] with `query` and `body` (none when it was over
+/// [`MAX_BODY`] or could not be read; `json`: the request's content type is JSON).
 pub(crate) fn respond(
     secret: &[u8],
     method: &Method,
+    query: Option<&str>,
     json: bool,
     body: Option<&[u8]>,
 ) -> Response<Full<Bytes>> {
     match *method {
-        Method::GET | Method::HEAD => page(StatusCode::OK, FORM.to_owned()),
+        Method::GET | Method::HEAD => match return_of(query) {
+            Ok(back_to) => page(StatusCode::OK, form(back_to.as_deref())),
+            Err(problem) => page(StatusCode::BAD_REQUEST, refused(&problem)),
+        },
         Method::POST => {
             let asked = match body {
                 None => Err(format!("the body is over {MAX_BODY} bytes")),
@@ -76,6 +121,15 @@ fn signed_in(secret: &[u8], sign_in: &SignIn, json: bool) -> Response<Full<Bytes
         Vec::new()
     };
     let token = crate::jwt::local_token(secret, &sign_in.user, &groups, TTL);
+    if let Some(back_to) = &sign_in.back_to {
+        let mut response = page(StatusCode::SEE_OTHER, String::new());
+        let location = format!("{back_to}#token={token}");
+        response.headers_mut().insert(
+            http::header::LOCATION,
+            HeaderValue::from_str(&location).expect("a checked path and a JWT are header-safe"),
+        );
+        return response;
+    }
     if json {
         return json_answer(
             StatusCode::OK,
@@ -124,6 +178,7 @@ fn from_json(body: &[u8]) -> Result<SignIn, String> {
     Ok(SignIn {
         user: valid_user(asked.user.trim())?,
         admin: asked.admin,
+        back_to: None,
     })
 }
 
@@ -131,12 +186,15 @@ fn from_form(body: &[u8]) -> Result<SignIn, String> {
     let text = std::str::from_utf8(body).map_err(|_| "the form is not UTF-8".to_owned())?;
     let mut user = None;
     let mut admin = false;
+    let mut back_to = None;
     for pair in text.split('&').filter(|pair| !pair.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = decode(value);
         match name {
             "user" => user = Some(value),
             "admin" => admin = matches!(value.as_str(), "on" | "true" | "1"),
+            "return" if !value.is_empty() => back_to = Some(valid_return(&value)?),
+            "return" => {}
             other => return Err(format!("unknown field {:?}", decode(other))),
         }
     }
@@ -144,6 +202,7 @@ fn from_form(body: &[u8]) -> Result<SignIn, String> {
     Ok(SignIn {
         user: valid_user(user.trim())?,
         admin,
+        back_to,
     })
 }
 
@@ -188,6 +247,19 @@ const HEAD: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>Local sign-in</title></head><body><main>\n";
 
+/// The form, carrying `back_to` when a page sent the user here.
+fn form(back_to: Option<&str>) -> String {
+    let hidden = back_to
+        .map(|path| {
+            format!(
+                "<input type=\"hidden\" name=\"return\" value=\"{}\">\n",
+                escape(path)
+            )
+        })
+        .unwrap_or_default();
+    FORM.replace("<!-- return -->", &hidden)
+}
+
 const FORM: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>Local sign-in</title></head><body><main>\n\
@@ -199,7 +271,7 @@ secret, as <code>make token</code> mints. In the cloud, sign-in is Cognito's.</p
 <input id=\"user\" name=\"user\" required maxlength=\"128\" pattern=\"[A-Za-z0-9._\\-]+\" autocomplete=\"username\"></p>\n\
 <p><input id=\"admin\" name=\"admin\" type=\"checkbox\"> <label for=\"admin\">Operator (the \
 <code>admin</code> group)</label></p>\n\
-<p><button type=\"submit\">Sign in</button></p>\n\
+<!-- return --><p><button type=\"submit\">Sign in</button></p>\n\
 </form>\n</main></body></html>\n";
 
 #[cfg(test)]
@@ -227,21 +299,29 @@ mod tests {
     #[tokio::test]
     async fn the_form_mints_a_token_the_authorizer_accepts_for_that_user() {
         let secret = b"test-secret";
-        let (status, kind, form) = text(respond(secret, &Method::GET, false, Some(b""))).await;
+        let (status, kind, form) =
+            text(respond(secret, &Method::GET, None, false, Some(b""))).await;
         assert_eq!(
             (status, kind.as_str()),
             (StatusCode::OK, "text/html; charset=utf-8")
         );
         assert!(form.contains("<form method=\"post\""), "{form}");
 
-        let (status, _, page) =
-            text(respond(secret, &Method::POST, false, Some(b"user=ann+lee"))).await;
+        let (status, _, page) = text(respond(
+            secret,
+            &Method::POST,
+            None,
+            false,
+            Some(b"user=ann+lee"),
+        ))
+        .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
         assert!(page.contains("1 to 128 of"), "{page}");
 
         let (status, _, page) = text(respond(
             secret,
             &Method::POST,
+            None,
             false,
             Some(b"user=ann%2Eo&admin=on"),
         ))
@@ -264,6 +344,7 @@ mod tests {
         let (status, kind, body) = text(respond(
             secret,
             &Method::POST,
+            None,
             true,
             Some(br#"{"user": "bob"}"#),
         ))
@@ -286,23 +367,78 @@ mod tests {
             (br#"{"name": "bob"}"#, "expected"),
             (b"not json", "expected"),
         ] {
-            let (status, _, body) = text(respond(secret, &Method::POST, true, Some(bad))).await;
+            let (status, _, body) =
+                text(respond(secret, &Method::POST, None, true, Some(bad))).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
             assert!(body.contains(says), "{body}");
         }
         let (status, _, body) = text(respond(
             secret,
             &Method::POST,
+            None,
             false,
             Some(b"user=bob&role=root"),
         ))
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(body.contains("unknown field"), "{body}");
-        let (status, _, body) = text(respond(secret, &Method::POST, false, None)).await;
+        let (status, _, body) = text(respond(secret, &Method::POST, None, false, None)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(body.contains("over 4096 bytes"), "{body}");
-        let (status, _, _) = text(respond(secret, &Method::DELETE, false, Some(b""))).await;
+        let (status, _, _) = text(respond(secret, &Method::DELETE, None, false, Some(b""))).await;
         assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn a_page_of_the_shop_gets_the_token_back_in_the_fragment_and_no_other_place_does() {
+        let secret = b"test-secret";
+        let query = Some("return=%2Fshop%2Fops.html");
+        let (status, _, form) = text(respond(secret, &Method::GET, query, false, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            form.contains("name=\"return\" value=\"/shop/ops.html\""),
+            "{form}"
+        );
+        let response = respond(
+            secret,
+            &Method::POST,
+            None,
+            false,
+            Some(b"user=ops&admin=on&return=%2Fshop%2Fops.html"),
+        );
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let location = response.headers()[http::header::LOCATION].to_str().unwrap();
+        let token = location.strip_prefix("/shop/ops.html#token=").unwrap();
+        let claims = crate::jwt::verify(secret, token, now()).unwrap();
+        assert_eq!(claims["sub"], "ops");
+
+        for elsewhere in [
+            "https://evil.example/shop/",
+            "//evil.example/shop/",
+            "/shop//evil.example",
+            "/shop/../_local/sign-in",
+            "/users/me",
+            "/shop/\\evil",
+        ] {
+            let encoded = percent_encoding::utf8_percent_encode(
+                elsewhere,
+                percent_encoding::NON_ALPHANUMERIC,
+            );
+            let query = format!("return={encoded}");
+            let (status, _, page) =
+                text(respond(secret, &Method::GET, Some(&query), false, None)).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{elsewhere}");
+            assert!(page.contains("a page of this site under /shop/"), "{page}");
+            let body = format!("user=ops&{query}");
+            let (status, _, _) = text(respond(
+                secret,
+                &Method::POST,
+                None,
+                false,
+                Some(body.as_bytes()),
+            ))
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{elsewhere}");
+        }
     }
 }

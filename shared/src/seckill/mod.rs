@@ -24,11 +24,14 @@
 //! - [`reconcile`] (domain): giving back reservations that never became orders.
 //! - [`failover`] (domain, port): after the cache failed over, every live sale put back in
 //!   order; the `CacheControl` port.
+//! - [`sale_page`] (domain, port): the static detail page of a published sale, rendered
+//!   with every value escaped; the `SalePages` port.
 //! - [`keys`] (adapter): the Redis and DynamoDB key design.
 //! - [`redis_store`] (adapter): Redis adapter of `SaleCache` and `Admission` (the Lua
 //!   scripts).
 //! - [`reservations`] (adapter): Redis adapter of `Reservations` and `PendingOrders`.
 //! - [`sale_store`] (adapter): DynamoDB adapter of `SaleStore`.
+//! - [`page_store`] (adapter): S3 adapter of `SalePages`.
 //! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore`.
 //! - [`payment_due_sink`] (adapter): SQS adapter of `PaymentDueSink`.
 //! - [`order_publisher`] (adapter): SQS adapter of `OrderPublisher`.
@@ -51,6 +54,7 @@ pub mod order_publisher;
 pub mod order_routes;
 pub mod order_store;
 pub mod orders;
+pub mod page_store;
 pub mod payment;
 pub mod payment_due_sink;
 pub mod payment_routes;
@@ -59,6 +63,7 @@ pub mod reconcile;
 pub mod redis_store;
 pub mod reservations;
 pub mod sale;
+pub mod sale_page;
 pub mod sale_routes;
 pub mod sale_store;
 pub mod sandbox;

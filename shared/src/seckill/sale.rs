@@ -6,6 +6,7 @@
 
 // The sale's id is defined with every other id; re-exported here, where the load generator
 // (loadtest/storm) imports it from.
+use super::sale_page::{self, PageError, SalePages};
 pub use crate::ids::SaleId;
 use crate::ids::is_key_safe;
 use crate::text::{self, TextError};
@@ -273,14 +274,19 @@ pub enum PublishError {
     NotFound(SaleId),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Published and preheated, but its detail page was not written.
+    #[error(transparent)]
+    Page(#[from] PageError),
 }
 
-/// Publishes a sale and preheats the cache; publishing again preheats again, which is how an
-/// operator repairs a cache that lost the details (the live stock is never reset).
-#[tracing::instrument(skip(store, cache))]
+/// Publishes a sale, preheats the cache, then writes its detail page; publishing again
+/// preheats again and rewrites the page, which is how an operator repairs a cache that lost
+/// the details or a page that was not written (the live stock is never reset).
+#[tracing::instrument(skip(store, cache, pages))]
 pub async fn publish(
     store: &dyn SaleStore,
     cache: &dyn SaleCache,
+    pages: &dyn SalePages,
     id: &SaleId,
     now: &str,
 ) -> Result<Sale, PublishError> {
@@ -289,6 +295,7 @@ pub async fn publish(
         .await?
         .ok_or_else(|| PublishError::NotFound(id.clone()))?;
     cache.preheat(&sale).await?;
+    pages.put(&sale.id, sale_page::render(&sale)).await?;
     Ok(sale)
 }
 
@@ -360,7 +367,9 @@ pub(crate) mod fake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seckill::sale_page::fake::MemoryPages;
     use crate::text::Rule;
+    use std::sync::atomic::Ordering;
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-11-30 18:00 UTC);
@@ -542,8 +551,12 @@ mod tests {
             "t".into(),
         );
         sales.create(&sale).await.unwrap();
-        let published = publish(&sales, &sales, &sale.id, "t").await.unwrap();
+        let pages = MemoryPages::default();
+        let published = publish(&sales, &sales, &pages, &sale.id, "t")
+            .await
+            .unwrap();
         assert_eq!(published.state, Lifecycle::Published);
+        assert!(pages.pages.lock().unwrap()[&sale.id].contains("<h1>Phone"));
         sales
             .cached
             .lock()
@@ -551,12 +564,36 @@ mod tests {
             .get_mut(&sale.id)
             .unwrap()
             .stock_remaining = 7;
-        publish(&sales, &sales, &sale.id, "t").await.unwrap();
+        publish(&sales, &sales, &pages, &sale.id, "t")
+            .await
+            .unwrap();
         let detail = sales.detail(&sale.id).await.unwrap().unwrap();
         assert_eq!(detail.stock_remaining, 7);
         assert!(matches!(
-            publish(&sales, &sales, &SaleId::generate(), "t").await,
+            publish(&sales, &sales, &pages, &SaleId::generate(), "t").await,
             Err(PublishError::NotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_page_that_cannot_be_written_fails_the_publish_and_publishing_again_writes_it() {
+        let sales = fake::MemorySales::default();
+        let sale = Sale::draft(
+            SaleId::generate(),
+            NewSale::parse(dto(), NOW).unwrap(),
+            "t".into(),
+        );
+        sales.create(&sale).await.unwrap();
+        let pages = MemoryPages::default();
+        pages.fail.store(true, Ordering::SeqCst);
+        assert!(matches!(
+            publish(&sales, &sales, &pages, &sale.id, "t").await,
+            Err(PublishError::Page(_))
+        ));
+        pages.fail.store(false, Ordering::SeqCst);
+        publish(&sales, &sales, &pages, &sale.id, "t")
+            .await
+            .unwrap();
+        assert!(pages.pages.lock().unwrap().contains_key(&sale.id));
     }
 }

@@ -9,6 +9,7 @@ use super::sale::{
     self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleState,
     SaleStore,
 };
+use super::sale_page::SalePages;
 use crate::auth::Caller;
 use crate::clock::epoch_ms;
 use crate::config::{ConfigError, Env};
@@ -78,20 +79,34 @@ pub async fn create_sale(
     Ok(json(StatusCode::CREATED, &sale_body(&sale)))
 }
 
-/// `POST /seckill/activities/{id}/publish` (admin): publishes and preheats; idempotent.
+/// What the publish route needs, built once at cold start.
+pub struct PublishRoute<'a> {
+    pub store: &'a dyn SaleStore,
+    pub cache: &'a dyn SaleCache,
+    pub pages: &'a dyn SalePages,
+}
+
+/// `POST /seckill/activities/{id}/publish` (admin): publishes, preheats and writes the sale's
+/// page at `/shop/sales/{id}`; idempotent.
 pub async fn publish_sale(
-    store: &dyn SaleStore,
-    cache: &dyn SaleCache,
+    route: &PublishRoute<'_>,
     request: Request,
 ) -> Result<Response<Body>, ApiError> {
     Caller::from_request(&request)?.require_admin()?;
     let id = path_sale(&request)?;
     let now = crate::clock::now_rfc3339();
-    match sale::publish(store, cache, &id, &now).await {
+    match sale::publish(route.store, route.cache, route.pages, &id, &now).await {
         Ok(sale) => Ok(json(StatusCode::OK, &sale_body(&sale))),
         Err(err @ PublishError::NotFound(_)) => Err(ApiError::not_found(err.to_string())),
         // The table or the cache failing: publishing again is how the operator retries.
         Err(PublishError::Store(err)) => Err(ApiError::store_unavailable(err)),
+        Err(PublishError::Page(err)) => {
+            tracing::error!(error = ?anyhow::Error::from(err), "the sale page was not written");
+            Err(ApiError::unavailable(
+                "RETRY",
+                "the sale is published but its page could not be written; publish it again",
+            ))
+        }
     }
 }
 
@@ -109,6 +124,8 @@ struct DetailBody<'a> {
     stock: u32,
     stock_remaining: i64,
     state: SaleState,
+    /// The server's clock when the answer was made, for the page's countdown.
+    server_time: String,
 }
 
 fn detail_body(detail: &SaleDetail, now_ms: i64) -> DetailBody<'_> {
@@ -123,6 +140,7 @@ fn detail_body(detail: &SaleDetail, now_ms: i64) -> DetailBody<'_> {
         stock: detail.stock,
         stock_remaining: detail.stock_remaining.max(0),
         state: detail.state(now_ms),
+        server_time: rfc3339_of_ms(now_ms),
     }
 }
 
@@ -254,6 +272,7 @@ mod tests {
     use crate::seckill::admission::{AdmissionError, Verdict};
     use crate::seckill::orders::PaymentMethod;
     use crate::seckill::sale::fake::MemorySales;
+    use crate::seckill::sale_page::fake::MemoryPages;
     use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
@@ -262,6 +281,14 @@ mod tests {
 
     fn admin() -> Value {
         json!({"jwt": {"claims": {"sub": "op", "cognito:groups": "[admin]"}, "scopes": null}})
+    }
+
+    fn publish_route<'a>(sales: &'a MemorySales, pages: &'a MemoryPages) -> PublishRoute<'a> {
+        PublishRoute {
+            store: sales,
+            cache: sales,
+            pages,
+        }
     }
 
     fn with_id(request: Request, id: &str) -> Request {
@@ -294,7 +321,9 @@ mod tests {
             api_request("POST", "/p", "", claims_of("bob")),
             SaleId::generate().as_str(),
         );
-        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 403);
+        let pages = MemoryPages::default();
+        let route = publish_route(&sales, &pages);
+        assert_eq!(answer(publish_sale(&route, request).await).0, 403);
     }
 
     #[tokio::test]
@@ -335,12 +364,25 @@ mod tests {
         };
         assert_eq!(answer(read().await).0, 404);
 
+        let pages = MemoryPages::default();
+        let route = publish_route(&sales, &pages);
+        pages.fail.store(true, Ordering::SeqCst);
         let request = with_id(api_request("POST", "/p", "", admin()), &id);
-        let (status, published) = answer(publish_sale(&sales, &sales, request).await);
+        assert_refused(
+            &answer(publish_sale(&route, request).await),
+            503,
+            "RETRY",
+            "publish it again",
+        );
+        pages.fail.store(false, Ordering::SeqCst);
+        let request = with_id(api_request("POST", "/p", "", admin()), &id);
+        let (status, published) = answer(publish_sale(&route, request).await);
         assert_eq!(status, 200);
         assert_eq!(published["state"], "PUBLISHED");
         let request = with_id(api_request("POST", "/p", "", admin()), &id);
-        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 200);
+        assert_eq!(answer(publish_sale(&route, request).await).0, 200);
+        let sale_id = SaleId::parse(&id).unwrap();
+        assert!(pages.pages.lock().unwrap()[&sale_id].contains("<h1>Phone</h1>"));
 
         let response = read().await.unwrap();
         assert_eq!(
@@ -353,12 +395,17 @@ mod tests {
         assert_eq!(detail["stock"], 3);
         assert_eq!(detail["stockRemaining"], 3);
         assert_eq!(detail["priceCents"], 500);
+        let server_time = detail["serverTime"].as_str().unwrap();
+        let then =
+            OffsetDateTime::parse(server_time, &time::format_description::well_known::Rfc3339);
+        let lag = OffsetDateTime::now_utc() - then.unwrap();
+        assert!(lag.whole_seconds().abs() < 5, "{server_time}");
 
         let request = with_id(
             api_request("POST", "/p", "", admin()),
             SaleId::generate().as_str(),
         );
-        assert_eq!(answer(publish_sale(&sales, &sales, request).await).0, 404);
+        assert_eq!(answer(publish_sale(&route, request).await).0, 404);
         let request = with_id(api_request("GET", "/d", "", json!(null)), "nope");
         assert_eq!(answer(get_sale(&sales, request).await).0, 400);
     }

@@ -1,4 +1,4 @@
-//! Adapter tests against the real local emulators: moto for DynamoDB and SQS, and
+//! Adapter tests against the real local emulators: moto for DynamoDB, SQS and S3, and
 //! `redis-server`. `make test` starts them and exports their endpoints; every test makes its
 //! own table, queue or key prefix, so the tests run in parallel.
 
@@ -8,6 +8,7 @@ mod conflicts;
 mod dynamo;
 mod follow_graph;
 mod order_path;
+mod page_store;
 mod profile_store;
 mod queue;
 mod redis_endpoint;

@@ -18,6 +18,7 @@ use crate::dashboard::{self, Dashboard};
 use crate::jwt;
 use crate::loopback::Peer;
 use crate::model::HttpRoute;
+use crate::pages::Pages;
 use crate::runtime::{FunctionHandle, ids};
 use crate::sign_in;
 use anyhow::Context as _;
@@ -57,18 +58,19 @@ pub struct Route {
 
 /// Serves the HTTP API on `listener` until `shutdown` resolves, then lets the requests in
 /// flight finish (for a few seconds at most). Paths under `/_local/` are the runner's own
-/// tools, `dashboard`'s, whatever the routes.
+/// tools, `dashboard`'s, and those under `/shop/` the pages', whatever the routes.
 pub async fn serve(
     listener: TcpListener,
     routes: Vec<Route>,
     jwt_secret: Vec<u8>,
     dashboard: Arc<Dashboard>,
+    pages: Option<Pages>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let local = listener
         .local_addr()
         .context("the HTTP API listener has no address")?;
-    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local, dashboard)?);
+    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local, dashboard, pages)?);
     crate::loopback::serve_until(
         listener,
         gateway,
@@ -107,6 +109,8 @@ struct Gateway {
     secret: Vec<u8>,
     local: SocketAddr,
     dashboard: Arc<Dashboard>,
+    /// The shop's pages under `/shop/`, when the template has their bucket.
+    pages: Option<Pages>,
 }
 
 impl Gateway {
@@ -115,6 +119,7 @@ impl Gateway {
         secret: Vec<u8>,
         local: SocketAddr,
         dashboard: Arc<Dashboard>,
+        pages: Option<Pages>,
     ) -> anyhow::Result<Self> {
         let router = router::Router::new(
             routes
@@ -151,6 +156,7 @@ impl Gateway {
             secret,
             local,
             dashboard,
+            pages,
         })
     }
 
@@ -185,10 +191,22 @@ impl Gateway {
             .await
             .ok()
             .map(|collected| collected.to_bytes());
-            return sign_in::respond(&self.secret, &parts.method, json, body.as_deref());
+            return sign_in::respond(
+                &self.secret,
+                &parts.method,
+                parts.uri.query(),
+                json,
+                body.as_deref(),
+            );
         }
         if dashboard::is_local(parts.uri.path()) {
             return self.dashboard.respond(&parts.method, parts.uri.path());
+        }
+        // The pages, as the distribution's /shop/* behaviour serves them from the bucket.
+        if let Some(pages) = &self.pages
+            && crate::pages::is_page(parts.uri.path())
+        {
+            return pages.respond(&parts.method, parts.uri.path()).await;
         }
         let Some(matched) = self.router.find(&parts.method, parts.uri.path()) else {
             return response::not_found();

@@ -298,6 +298,7 @@ impl Resolver<'_> {
         match self.resources.get(target) {
             Some(Resource::Table(name)) => text(self.name_of(target, name, at)?.to_owned()),
             Some(Resource::Queue(name)) => text(self.queue_url(self.name_of(target, name, at)?)),
+            Some(Resource::Bucket(name)) => text(self.name_of(target, name, at)?.to_owned()),
             Some(Resource::Function | Resource::Other(_)) => text(target.to_owned()),
             None => Err(self.fail(
                 at,
@@ -355,6 +356,14 @@ impl Resolver<'_> {
                 Some("6379".to_owned())
             }
             (Resource::Function, "Arn") => Some(self.function_arn(resource)),
+            (Resource::Bucket(name), "Arn") => {
+                Some(self.bucket_arn(self.name_of(resource, name, at)?))
+            }
+            (Resource::Bucket(name), "RegionalDomainName") => Some(format!(
+                "{}.s3.{}.amazonaws.com",
+                self.name_of(resource, name, at)?,
+                self.names.region
+            )),
             _ => None,
         };
         value.ok_or_else(|| {

@@ -10,7 +10,7 @@
 //! - this file: [`load`] and [`LocalNames`], the order in which a template is read;
 //! - `error`: what can be wrong (`Problem`) and where (`At`);
 //! - `parameters`: `Parameters` with their overrides, defaults and checks;
-//! - `names`: physical names of tables and queues, and the local ARNs and URLs;
+//! - `names`: physical names of tables, queues and buckets, and the local ARNs and URLs;
 //! - `intrinsics`: the `Resolver` and the intrinsic functions; `conditions`: `Conditions`;
 //! - `yaml`: `Node`, the typed accessor that resolves what the runner reads;
 //! - `resources`: tables, queues and functions, with `Globals` merged in;
@@ -171,6 +171,10 @@ pub(crate) fn load_str(
             "AWS::SecretsManager::Secret" => model.secrets.push(SecretSpec {
                 logical_id: id.to_string(),
                 name: id.to_string(),
+            }),
+            "AWS::S3::Bucket" => model.buckets.push(crate::model::BucketSpec {
+                logical_id: id.to_string(),
+                name: resolver.named(id),
             }),
             "AWS::Serverless::HttpApi" => {
                 let own = props.value.as_mapping().cloned().unwrap_or_default();

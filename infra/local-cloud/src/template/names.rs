@@ -13,6 +13,7 @@ use super::resources::properties;
 pub(super) enum Resource {
     Table(Option<String>),
     Queue(Option<String>),
+    Bucket(Option<String>),
     Function,
     Other(String),
 }
@@ -22,6 +23,7 @@ impl Resource {
         match kind {
             "AWS::DynamoDB::Table" | "AWS::Serverless::SimpleTable" => Resource::Table(None),
             "AWS::SQS::Queue" => Resource::Queue(None),
+            "AWS::S3::Bucket" => Resource::Bucket(None),
             "AWS::Serverless::Function" => Resource::Function,
             other => Resource::Other(other.to_owned()),
         }
@@ -31,6 +33,7 @@ impl Resource {
         match self {
             Resource::Table(_) => "AWS::DynamoDB::Table",
             Resource::Queue(_) => "AWS::SQS::Queue",
+            Resource::Bucket(_) => "AWS::S3::Bucket",
             Resource::Function => "AWS::Serverless::Function",
             Resource::Other(kind) => kind,
         }
@@ -93,7 +96,10 @@ impl Resolver<'_> {
         let mut pending: Vec<(&str, &Value)> = resources
             .iter()
             .filter(|(id, _, _)| {
-                matches!(self.resources[*id], Resource::Table(_) | Resource::Queue(_))
+                matches!(
+                    self.resources[*id],
+                    Resource::Table(_) | Resource::Queue(_) | Resource::Bucket(_)
+                )
             })
             .map(|(id, decl, _)| (*id, *decl))
             .collect();
@@ -119,8 +125,9 @@ impl Resolver<'_> {
                 return Err(err);
             }
             for (id, name) in named {
-                if let Some(Resource::Table(slot) | Resource::Queue(slot)) =
-                    self.resources.get_mut(id)
+                if let Some(
+                    Resource::Table(slot) | Resource::Queue(slot) | Resource::Bucket(slot),
+                ) = self.resources.get_mut(id)
                 {
                     *slot = Some(name);
                 }
@@ -138,6 +145,9 @@ impl Resolver<'_> {
             Resource::Table(_) => Ok(props
                 .string_at("TableName")?
                 .unwrap_or_else(|| format!("{stack}-{id}"))),
+            Resource::Bucket(_) => Ok(props
+                .string_at("BucketName")?
+                .unwrap_or_else(|| format!("{stack}-{id}").to_lowercase())),
             _ => {
                 if let Some(name) = props.string_at("QueueName")? {
                     return Ok(name);
@@ -150,10 +160,16 @@ impl Resolver<'_> {
 
     pub(super) fn named(&self, id: &str) -> String {
         match &self.resources[id] {
-            Resource::Table(Some(name)) | Resource::Queue(Some(name)) => name.clone(),
+            Resource::Table(Some(name))
+            | Resource::Queue(Some(name))
+            | Resource::Bucket(Some(name)) => name.clone(),
             // `physical_names` named every table and queue or failed.
             _ => unreachable!("resource {id} has no physical name"),
         }
+    }
+
+    pub(super) fn bucket_arn(&self, name: &str) -> String {
+        format!("arn:aws:s3:::{name}")
     }
 
     /// The queue whose ARN this is: `(logical id, name)`.

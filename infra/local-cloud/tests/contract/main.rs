@@ -1,7 +1,8 @@
 //! Contract tests of the repository's documents, no emulator needed: `openapi.yaml` describes
 //! exactly the routes that `template.yaml` serves, with the same authorizers, and every
 //! function's IAM policy grants only what its code uses; and the runner reads `template.yaml`
-//! as the project means it (`template`).
+//! as the project means it (`template`); the shop's bucket, distribution and sign-in client
+//! are private and least-privilege (`shop`).
 
 mod aws_rules;
 mod cognito;
@@ -9,5 +10,6 @@ mod contention;
 mod dashboard;
 mod openapi;
 mod policies;
+mod shop;
 mod support;
 mod template;

@@ -25,6 +25,8 @@ const SOCIAL: &str = "SocialTable.Arn";
 const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
 const COMMERCE: &str = "CommerceTable.Arn";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
+/// The keys of the sale pages in the shop's bucket, and no other.
+const SALE_PAGES: &str = "${ShopBucket.Arn}/shop/sales/*";
 const CACHE: &str = "arn:${AWS::Partition}:elasticache:${AWS::Region}:${AWS::AccountId}:replicationgroup:${RedisCache}";
 
 /// What Lambda's SQS event source polls with, using the function's role.
@@ -145,7 +147,11 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // publish: conditional UpdateItem, GetItem when already published; then Redis.
     (
         "PublishSaleFunction",
-        &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
+        &[
+            (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
+            // S3SalePages::put: the sale's page, shop/sales/<id>.
+            (SALE_PAGES, &["s3:PutObject"]),
+        ],
     ),
     // Redis only.
     ("GetSaleFunction", &[]),
@@ -245,10 +251,16 @@ const USER_POOLS: &str =
 /// `("xray:PutTraceSegments", "*")` or `("ec2:CreateNetworkInterface", "*")`; SAM attaches
 /// those through managed policies instead (see the module's documentation).
 ///
-/// The one today: the admin MFA guard reads users of the account's pools in its region, as
+/// Today: the admin MFA guard reads users of the account's pools in its region, as
 /// its pool cannot be named (see [`USER_POOLS`]); it is read-only, one action, and only the
 /// stack's own pool may invoke the function (`AdminMfaGuardPermission`).
-const ALLOWED_WILDCARDS: &[(&str, &str)] = &[("cognito-idp:AdminGetUser", USER_POOLS)];
+///
+/// And publish-sale writes the page of whichever sale it publishes: objects under the sale
+/// pages' prefix of the shop's bucket, never the static pages beside them.
+const ALLOWED_WILDCARDS: &[(&str, &str)] = &[
+    ("cognito-idp:AdminGetUser", USER_POOLS),
+    ("s3:PutObject", SALE_PAGES),
+];
 
 /// The SDK call (as it appears in `shared/src`) behind each data-plane action, so that the
 /// expectations above name only actions some code really performs. The pollers' actions are
@@ -281,6 +293,7 @@ const CALLS: &[(&str, &[&str])] = &[
     ),
     ("cognito-idp:AdminGetUser", &[".admin_get_user()"]),
     ("secretsmanager:GetSecretValue", &[".get_secret_value()"]),
+    ("s3:PutObject", &[".put_object()"]),
 ];
 
 /// A resource expression as written in the template, in the spelling of [`EXPECTED`].

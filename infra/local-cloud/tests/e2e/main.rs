@@ -17,5 +17,6 @@ mod payment;
 mod redis_loss;
 mod reliability;
 mod seckill;
+mod shop;
 mod support;
 mod throttling;

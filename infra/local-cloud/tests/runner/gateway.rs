@@ -168,6 +168,7 @@ async fn spawn_api_in(
         routes,
         SECRET.to_vec(),
         dashboard,
+        None,
         async move {
             let _ = stopped.await;
         },

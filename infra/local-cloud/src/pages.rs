@@ -1,0 +1,278 @@
+//! The shop's pages under `/shop/`, as the cloud's distribution serves them from the pages
+//! bucket: locally the runner creates the template's buckets in the emulator, uploads the
+//! static pages (the project's `shop/` directory beside the template, what the cloud's deploy
+//! step syncs) with a `shop/config.json` that points sign-in at the development sign-in, and
+//! answers `GET /shop/...` from the bucket, before any API route (no route uses `/shop/`).
+//! Sale pages that publish-sale writes to the bucket are served the same way.
+
+use anyhow::Context as _;
+use aws_sdk_s3::primitives::ByteStream;
+use bytes::Bytes;
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use http::{Method, Response, StatusCode};
+use http_body_util::Full;
+use std::path::{Path, PathBuf};
+
+use crate::model::Model;
+
+/// The template's bucket that holds the pages (what the distribution's `/shop/*` reads).
+pub const PAGES_BUCKET: &str = "ShopBucket";
+/// The site's prefix of the pages, and their keys' in the bucket.
+pub const PREFIX: &str = "/shop/";
+/// Sources of generated pages, not pages: never uploaded.
+const TEMPLATES: &str = "templates";
+
+/// The local configuration of the pages: sign in with the runner's development sign-in.
+const LOCAL_CONFIG: &str = r#"{"signIn":"local","signInUrl":"/_local/sign-in"}"#;
+
+/// Whether a request path is a page's (`/shop` or under `/shop/`).
+pub(crate) fn is_page(path: &str) -> bool {
+    path == "/shop" || path.starts_with(PREFIX)
+}
+
+/// The content type of a page's file, by extension.
+pub fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|ext| ext.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("json") => "application/json",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The pages of the model, when its template has the pages bucket.
+#[derive(Clone, Debug)]
+pub struct Pages {
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+impl Pages {
+    pub fn new(s3: aws_sdk_s3::Client, bucket: String) -> Self {
+        Self { s3, bucket }
+    }
+
+    /// The pages bucket of `model`, if it has one.
+    pub fn of(model: &Model, s3: &aws_sdk_s3::Client) -> Option<Self> {
+        model
+            .bucket(PAGES_BUCKET)
+            .map(|bucket| Self::new(s3.clone(), bucket.name.clone()))
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// Uploads every file under `dir` (but its `templates/`) to `shop/<its path>`, then the
+    /// local `shop/config.json`: the local form of the deploy step. Answers how many files.
+    pub async fn upload(&self, dir: &Path) -> anyhow::Result<usize> {
+        let mut files = Vec::new();
+        collect(dir, dir, &mut files)
+            .with_context(|| format!("failed to read the pages in {}", dir.display()))?;
+        for (path, relative) in &files {
+            let body = tokio::fs::read(path)
+                .await
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            self.put(&format!("shop/{relative}"), content_type(path), body)
+                .await?;
+        }
+        self.put(
+            "shop/config.json",
+            "application/json",
+            LOCAL_CONFIG.as_bytes().to_vec(),
+        )
+        .await?;
+        Ok(files.len() + 1)
+    }
+
+    async fn put(&self, key: &str, content_type: &str, body: Vec<u8>) -> anyhow::Result<()> {
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .with_context(|| format!("failed to upload {key} to bucket {}", self.bucket))?;
+        Ok(())
+    }
+
+    /// The answer to `method` on `path` (a page's path, [`is_page`]): the object of key
+    /// `path` without its leading `/` (`index.html` for a directory), with its content type;
+    /// a 404 that says so for a missing one.
+    pub(crate) async fn respond(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
+        if method != Method::GET && method != Method::HEAD {
+            let mut response = text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Method Not Allowed: the shop's pages answer GET and HEAD".to_owned(),
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return response;
+        }
+        let key = object_key(path);
+        let answer = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await;
+        let object = match answer {
+            Ok(object) => object,
+            Err(err) if err.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    format!("Not Found: there is no page at {}", shown(path)),
+                );
+            }
+            Err(err) => {
+                tracing::warn!(error = %aws_sdk_s3::error::DisplayErrorContext(&err), key, "GetObject failed");
+                return text(
+                    StatusCode::BAD_GATEWAY,
+                    format!("the pages bucket {} did not answer", self.bucket),
+                );
+            }
+        };
+        let kind = object
+            .content_type()
+            .and_then(|kind| HeaderValue::from_str(kind).ok())
+            .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+        let cache = object
+            .cache_control()
+            .and_then(|value| HeaderValue::from_str(value).ok());
+        let body = match object.body.collect().await {
+            Ok(body) => body.into_bytes(),
+            Err(err) => {
+                tracing::warn!(error = %err, key, "reading a page failed");
+                return text(
+                    StatusCode::BAD_GATEWAY,
+                    format!("the pages bucket {} broke off", self.bucket),
+                );
+            }
+        };
+        let mut response = Response::new(Full::new(if method == Method::HEAD {
+            Bytes::new()
+        } else {
+            body
+        }));
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, kind);
+        if let Some(cache) = cache {
+            headers.insert(CACHE_CONTROL, cache);
+        }
+        headers.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        response
+    }
+}
+
+/// The bucket key of a page's path: `/shop/a` is `shop/a`, `/shop/` is `shop/index.html`.
+pub(crate) fn object_key(path: &str) -> String {
+    let key = path.trim_start_matches('/');
+    if key == "shop" || key.ends_with('/') {
+        format!("{}/index.html", key.trim_end_matches('/'))
+    } else {
+        key.to_owned()
+    }
+}
+
+/// The files under `dir`, with their paths relative to `root` (`/`-separated), but the
+/// generated pages' templates.
+fn collect(root: &Path, dir: &Path, files: &mut Vec<(PathBuf, String)>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let relative = path
+            .strip_prefix(root)
+            .expect("under the root")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if path.is_dir() {
+            if relative != TEMPLATES {
+                collect(root, &path, files)?;
+            }
+        } else {
+            files.push((path, relative));
+        }
+    }
+    Ok(())
+}
+
+fn shown(path: &str) -> String {
+    let mut shown: String = path.chars().take(200).collect();
+    if shown.len() < path.len() {
+        shown.push('…');
+    }
+    shown
+}
+
+fn text(status: StatusCode, message: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(message)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_under_shop_only() {
+        for path in ["/shop", "/shop/", "/shop/sales/x", "/shop/shop.css"] {
+            assert!(is_page(path), "{path}");
+        }
+        for path in ["/shopping", "/seckill/activities/x", "/_local/shop/", "/"] {
+            assert!(!is_page(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_path_is_its_key_and_a_directory_its_index() {
+        assert_eq!(object_key("/shop/sales/abc"), "shop/sales/abc");
+        assert_eq!(object_key("/shop/checkout.html"), "shop/checkout.html");
+        assert_eq!(object_key("/shop/"), "shop/index.html");
+        assert_eq!(object_key("/shop"), "shop/index.html");
+    }
+
+    #[test]
+    fn files_are_served_as_their_kind() {
+        assert_eq!(
+            content_type(Path::new("a/order.html")),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(
+            content_type(Path::new("shop.js")),
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(
+            content_type(Path::new("shop.css")),
+            "text/css; charset=utf-8"
+        );
+        assert_eq!(content_type(Path::new("config.json")), "application/json");
+    }
+
+    #[test]
+    fn the_templates_are_not_uploaded() {
+        let dir = std::env::temp_dir().join(format!("pages-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(dir.join("templates")).unwrap();
+        std::fs::write(dir.join("index.html"), "<p>").unwrap();
+        std::fs::write(dir.join("templates/sale.html"), "{{title}}").unwrap();
+        let mut files = Vec::new();
+        collect(&dir, &dir, &mut files).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let names: Vec<&str> = files.iter().map(|(_, name)| name.as_str()).collect();
+        assert_eq!(names, ["index.html"]);
+    }
+}

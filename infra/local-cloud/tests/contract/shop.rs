@@ -1,0 +1,247 @@
+//! The shop's pages in the cloud: a private bucket that only this stack's distribution reads
+//! (through its origin access control, only the pages), a distribution that serves `/shop/*`
+//! from it and the rest from the API (uncached, but the public sale detail for its
+//! `max-age=1`), publish-sale writing pages only, and a sign-in client without a secret that
+//! uses the authorization code flow. The runner reads the bucket and gives publish-sale its
+//! local name.
+
+use crate::support::{project_model, yaml};
+use yaml_serde::Value;
+
+/// The managed cache and origin request policies the distribution names.
+const CACHING_DISABLED: &str = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad";
+const CACHING_OPTIMIZED: &str = "658327ea-f89d-4fab-a63d-7e88639e58f6";
+const ALL_VIEWER_EXCEPT_HOST: &str = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
+
+fn resource(id: &str) -> Value {
+    let template = yaml("template.yaml");
+    template["Resources"]
+        .get(id)
+        .unwrap_or_else(|| panic!("template.yaml has no {id}"))
+        .clone()
+}
+
+/// A value as written, an intrinsic as `!Tag argument`.
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Tagged(tagged) => format!("{} {}", tagged.tag, text(&tagged.value)),
+        Value::Sequence(items) => items.iter().map(text).collect::<Vec<_>>().join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+fn list(value: &Value) -> Vec<String> {
+    match value {
+        Value::Sequence(items) => items.iter().map(text).collect(),
+        other => vec![text(other)],
+    }
+}
+
+#[test]
+fn the_pages_bucket_is_private_encrypted_and_owned_by_the_account() {
+    let bucket = resource("ShopBucket");
+    assert_eq!(bucket["Type"], "AWS::S3::Bucket");
+    let properties = &bucket["Properties"];
+    let block = &properties["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting], Value::Bool(true), "{setting}");
+    }
+    assert_eq!(
+        properties["OwnershipControls"]["Rules"][0]["ObjectOwnership"],
+        "BucketOwnerEnforced"
+    );
+    let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
+    assert!(
+        encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"].is_string(),
+        "{encryption:?}"
+    );
+    assert!(properties.get("WebsiteConfiguration").is_none());
+}
+
+#[test]
+fn only_this_stacks_distribution_reads_the_pages_and_only_over_tls() {
+    let policy = resource("ShopBucketPolicy");
+    assert_eq!(text(&policy["Properties"]["Bucket"]), "!Ref ShopBucket");
+    let statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        .as_sequence()
+        .unwrap();
+    let allows: Vec<&Value> = statements
+        .iter()
+        .filter(|s| s["Effect"] == "Allow")
+        .collect();
+    assert_eq!(allows.len(), 1, "one grant: the distribution's reads");
+    let allow = allows[0];
+    assert_eq!(
+        allow["Principal"]["Service"], "cloudfront.amazonaws.com",
+        "{allow:?}"
+    );
+    assert_eq!(list(&allow["Action"]), ["s3:GetObject"]);
+    assert_eq!(list(&allow["Resource"]), ["!Sub ${ShopBucket.Arn}/shop/*"]);
+    let source = text(&allow["Condition"]["StringEquals"]["AWS:SourceArn"]);
+    assert!(
+        source.ends_with(":distribution/${ShopDistribution}"),
+        "{source}"
+    );
+    let deny = statements
+        .iter()
+        .find(|s| s["Effect"] == "Deny")
+        .expect("a Deny of plain HTTP");
+    assert_eq!(
+        deny["Condition"]["Bool"]["aws:SecureTransport"],
+        Value::Bool(false)
+    );
+
+    let control = &resource("ShopOriginAccessControl")["Properties"]["OriginAccessControlConfig"];
+    assert_eq!(control["OriginAccessControlOriginType"], "s3");
+    assert_eq!(control["SigningBehavior"], "always");
+    assert_eq!(control["SigningProtocol"], "sigv4");
+}
+
+#[test]
+fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api() {
+    let config = &resource("ShopDistribution")["Properties"]["DistributionConfig"];
+    let origins = config["Origins"].as_sequence().unwrap();
+    let origin = |id: &str| {
+        origins
+            .iter()
+            .find(|o| o["Id"] == id)
+            .unwrap_or_else(|| panic!("no origin {id}"))
+    };
+    let pages = origin("pages");
+    assert_eq!(
+        text(&pages["DomainName"]),
+        "!GetAtt ShopBucket.RegionalDomainName"
+    );
+    assert_eq!(
+        text(&pages["OriginAccessControlId"]),
+        "!GetAtt ShopOriginAccessControl.Id"
+    );
+    assert_eq!(pages["S3OriginConfig"]["OriginAccessIdentity"], "");
+    let api = origin("api");
+    assert!(
+        text(&api["DomainName"]).starts_with("!Sub ${HttpApi}.execute-api."),
+        "{api:?}"
+    );
+    assert_eq!(
+        api["CustomOriginConfig"]["OriginProtocolPolicy"],
+        "https-only"
+    );
+
+    let default = &config["DefaultCacheBehavior"];
+    assert_eq!(default["TargetOriginId"], "api");
+    assert_eq!(default["CachePolicyId"], CACHING_DISABLED);
+    assert_eq!(default["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST);
+    assert_eq!(default["ViewerProtocolPolicy"], "redirect-to-https");
+
+    let behaviours = config["CacheBehaviors"].as_sequence().unwrap();
+    let behaviour = |pattern: &str| {
+        behaviours
+            .iter()
+            .find(|b| b["PathPattern"] == pattern)
+            .unwrap_or_else(|| panic!("no behaviour for {pattern}"))
+    };
+    let shop = behaviour("/shop/*");
+    assert_eq!(shop["TargetOriginId"], "pages");
+    assert_eq!(list(&shop["AllowedMethods"]), ["GET", "HEAD"]);
+    assert_eq!(shop["CachePolicyId"], CACHING_OPTIMIZED);
+
+    // Ordering and publishing pass through uncached, Authorization forwarded; they come
+    // before the cached detail, since the first pattern that matches wins.
+    let position = |pattern: &str| {
+        behaviours
+            .iter()
+            .position(|b| b["PathPattern"] == pattern)
+            .unwrap()
+    };
+    for pattern in [
+        "/seckill/activities/*/orders",
+        "/seckill/activities/*/publish",
+    ] {
+        let writes = behaviour(pattern);
+        assert_eq!(writes["TargetOriginId"], "api", "{pattern}");
+        assert_eq!(writes["CachePolicyId"], CACHING_DISABLED, "{pattern}");
+        assert_eq!(writes["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST);
+        assert!(list(&writes["AllowedMethods"]).contains(&"POST".to_owned()));
+        assert!(
+            position(pattern) < position("/seckill/activities/*"),
+            "{pattern}"
+        );
+    }
+    let detail = behaviour("/seckill/activities/*");
+    assert_eq!(detail["TargetOriginId"], "api");
+    assert_eq!(text(&detail["CachePolicyId"]), "!Ref SaleDetailCachePolicy");
+    assert!(detail.get("OriginRequestPolicyId").is_none(), "{detail:?}");
+    assert_eq!(list(&detail["AllowedMethods"]), ["GET", "HEAD"]);
+    // Every route under the cached prefix other than the detail is a write behaviour's.
+    let model = project_model(&[]);
+    for route in model.http_routes() {
+        if let Some(rest) = route.path.strip_prefix("/seckill/activities/") {
+            let covered = rest == "{id}" || rest.ends_with("/orders") || rest.ends_with("/publish");
+            assert!(
+                covered,
+                "{} {} has no behaviour of its own",
+                route.method, route.path
+            );
+        }
+    }
+    // The route's max-age=1 (shared/src/seckill/sale_routes.rs) is honoured, never stretched.
+    let ttl = &resource("SaleDetailCachePolicy")["Properties"]["CachePolicyConfig"];
+    assert_eq!(ttl["MinTTL"], 0);
+    assert_eq!(ttl["MaxTTL"], 1);
+    let key = &ttl["ParametersInCacheKeyAndForwardedToOrigin"];
+    assert_eq!(key["HeadersConfig"]["HeaderBehavior"], "none");
+    assert_eq!(key["CookiesConfig"]["CookieBehavior"], "none");
+
+    let outputs = yaml("template.yaml");
+    let url = text(&outputs["Outputs"]["ShopUrl"]["Value"]);
+    assert_eq!(url, "!Sub https://${ShopDistribution.DomainName}/shop/");
+}
+
+#[test]
+fn the_pages_sign_in_with_the_code_flow_and_no_client_secret() {
+    let client = &resource("ShopClient")["Properties"];
+    assert_eq!(client["GenerateSecret"], Value::Bool(false));
+    assert_eq!(client["AllowedOAuthFlowsUserPoolClient"], Value::Bool(true));
+    assert_eq!(list(&client["AllowedOAuthFlows"]), ["code"]);
+    let callback = text(&client["CallbackURLs"]);
+    assert!(
+        callback.contains("https://${ShopDomain}/shop/callback.html"),
+        "{callback}"
+    );
+    assert_eq!(
+        text(&resource("ShopSignInDomain")["Properties"]["UserPoolId"]),
+        "!Ref UserPool"
+    );
+    // The API accepts the pages' tokens.
+    let api = resource("HttpApi");
+    let audience = list(
+        &api["Properties"]["Auth"]["Authorizers"]["CognitoJwt"]["JwtConfiguration"]["audience"],
+    );
+    assert!(
+        audience.contains(&"!Ref ShopClient".to_owned()),
+        "{audience:?}"
+    );
+}
+
+#[test]
+fn publish_sale_writes_to_the_pages_bucket_which_the_runner_provisions() {
+    let model = project_model(&[]);
+    let bucket = model
+        .bucket("ShopBucket")
+        .expect("the runner reads the bucket");
+    assert_eq!(bucket.name, "contract-shopbucket");
+    let publish = model.function("PublishSaleFunction").unwrap();
+    assert_eq!(
+        publish.environment.get("SHOP_BUCKET"),
+        Some(&bucket.name),
+        "publish-sale writes the pages to the bucket the runner serves"
+    );
+}

@@ -1,0 +1,320 @@
+//! The shop's pages under `/shop/`, served by the runner from the emulator's S3 as the
+//! cloud's distribution serves them from the bucket: the static pages uploaded at start, and
+//! a sale's page written by publish-sale; then a buyer's whole path in a real (headless)
+//! browser, a screenshot per step in `$LOCAL_STATE/shop/`.
+
+use crate::browser::Browser;
+use crate::support::{self, Api};
+use bytes::Bytes;
+use fantoccini::{Client, Locator};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// `GET base+path`: status, content type, body.
+async fn get(base: &str, method: &str, path: &str) -> (u16, String, String) {
+    let client = HttpClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(format!("{base}{path}"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.expect("the runner answers");
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, kind, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn at(from_now: time::Duration) -> String {
+    (OffsetDateTime::now_utc() + from_now)
+        .format(&Rfc3339)
+        .unwrap()
+}
+
+/// Creates and publishes a sale as `ops`; answers its id.
+async fn published_sale(ops: &Api, title: &str, stock: u32, starts_in: time::Duration) -> String {
+    let body = json!({"productId": "p-1", "title": title, "priceCents": 1999, "stock": stock,
+        "perUserLimit": 1, "startsAt": at(starts_in), "endsAt": at(time::Duration::hours(1))});
+    let (status, sale) = ops.call("POST", "/seckill/activities", Some(body)).await;
+    assert_eq!(status, 201, "{sale}");
+    let id = sale["id"].as_str().unwrap().to_owned();
+    let (status, published) = ops
+        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
+        .await;
+    assert_eq!(status, 200, "{published}");
+    id
+}
+
+/// The static pages and a published sale's page come from the bucket with their content
+/// types; a missing page is a 404 that says so; the pages answer only GET and HEAD; and the
+/// API's routes are untouched.
+#[tokio::test]
+async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let base = format!("http://{}", cloud.address);
+    for (path, kind, has) in [
+        ("/shop/", "text/html; charset=utf-8", "<h1>Flash sales</h1>"),
+        (
+            "/shop/checkout.html",
+            "text/html; charset=utf-8",
+            "<h1>Checkout</h1>",
+        ),
+        (
+            "/shop/shop.js",
+            "text/javascript; charset=utf-8",
+            "sessionStorage",
+        ),
+        ("/shop/shop.css", "text/css; charset=utf-8", "font"),
+        ("/shop/config.json", "application/json", "/_local/sign-in"),
+    ] {
+        let (status, content_type, body) = get(&base, "GET", path).await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (200, kind),
+            "{path}: {body}"
+        );
+        assert!(body.contains(has), "{path}: {body}");
+    }
+    // The page template is a source, not a page.
+    let (status, _, body) = get(&base, "GET", "/shop/templates/sale.html").await;
+    assert_eq!(status, 404, "{body}");
+
+    let ops = Api::admin(&cloud, "ops");
+    let id = published_sale(&ops, "Phone <b>X</b>", 3, time::Duration::minutes(-1)).await;
+    let (status, content_type, page) = get(&base, "GET", &format!("/shop/sales/{id}")).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/html; charset=utf-8")
+    );
+    assert!(
+        page.contains("<h1>Phone &lt;b&gt;X&lt;/b&gt;</h1>"),
+        "{page}"
+    );
+    assert!(page.contains(&format!("data-sale-id=\"{id}\"")), "{page}");
+
+    let missing = "/shop/sales/0190d4b2-0000-7000-8000-000000000000";
+    let (status, _, message) = get(&base, "GET", missing).await;
+    assert_eq!(status, 404);
+    assert!(
+        message.contains(&format!("there is no page at {missing}")),
+        "{message}"
+    );
+    let (status, _, _) = get(&base, "POST", "/shop/checkout.html").await;
+    assert_eq!(status, 405);
+    // Not a page: the API's answer.
+    let (status, _, detail) = get(&base, "GET", &format!("/seckill/activities/{id}")).await;
+    assert_eq!(status, 200, "{detail}");
+    assert!(detail.contains("\"serverTime\""), "{detail}");
+    cloud.stop().await;
+}
+
+/// A buyer's path through the pages: the operator signs in through the ops page and creates
+/// and publishes a sale that opens 20 s later; a buyer signs in from its page, sees the
+/// countdown and a disabled button, then the button enabled once the sale is ONGOING, checks
+/// out one unit, and sees the order CONFIRMED; a sold-out sale says so, its button disabled.
+#[tokio::test]
+async fn a_buyer_follows_a_sale_from_its_page_to_a_confirmed_order() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let base = format!("http://{}", cloud.address);
+    let state = support::state_dir("shop");
+    let browser = Browser::start(&state, 1000, 1400).await;
+    let walked = walk(&browser.client, &base, &state, &cloud).await;
+    browser.close().await;
+    cloud.stop().await;
+    walked.unwrap();
+}
+
+async fn walk(
+    client: &Client,
+    base: &str,
+    state: &Path,
+    cloud: &local_cloud::cloud::LocalCloud,
+) -> anyhow::Result<()> {
+    let shot = |name: &'static str| async move {
+        let png = client.screenshot().await?;
+        std::fs::write(state.join(format!("{name}.png")), png)?;
+        anyhow::Ok(())
+    };
+
+    // The operator signs in from the ops page, through the development sign-in.
+    client.goto(&format!("{base}/shop/ops.html")).await?;
+    wait_for(client, "#sign-in", |_| true).await?;
+    client.find(Locator::Css("#sign-in")).await?.click().await?;
+    sign_in(client, "ops", true).await?;
+    wait_for(client, "#who", |who| {
+        who.contains("Signed in as ops (admin)")
+    })
+    .await?;
+    anyhow::ensure!(client.current_url().await?.path() == "/shop/ops.html");
+    shot("1-ops-signed-in").await?;
+
+    // A sale opening in 20 s, created and published from the form.
+    for (field, value) in [
+        ("productId", "p-1"),
+        ("title", "Phone"),
+        ("price", "19.99"),
+        ("stock", "5"),
+        ("perUserLimit", "1"),
+    ] {
+        let input = client.find(Locator::Id(field)).await?;
+        input.clear().await?;
+        input.send_keys(value).await?;
+    }
+    client
+        .execute(
+            "const local = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60000)
+                 .toISOString().slice(0, 19);
+             document.getElementById('startsAt').value = local(new Date(Date.now() + 20000));
+             document.getElementById('endsAt').value = local(new Date(Date.now() + 3600000));",
+            vec![],
+        )
+        .await?;
+    client
+        .find(Locator::Id("create-sale"))
+        .await?
+        .click()
+        .await?;
+    wait_for(client, "#message", |m| m.starts_with("Created sale")).await?;
+    client.find(Locator::Id("publish")).await?.click().await?;
+    let link = wait_for(client, "#sale-page", |_| true).await?;
+    anyhow::ensure!(link.contains("Phone"), "{link}");
+    shot("2-ops-published").await?;
+    let sale_page = client
+        .find(Locator::Id("sale-page"))
+        .await?
+        .attr("href")
+        .await?
+        .unwrap_or_default();
+
+    // The buyer: signed out, then in as ann from the sale's page.
+    client.goto(&format!("{base}{sale_page}")).await?;
+    wait_for(client, "#who button", |_| true).await?;
+    client
+        .find(Locator::Css("#who button"))
+        .await?
+        .click()
+        .await?;
+    wait_for(client, "#sign-in", |_| true).await?;
+    client.find(Locator::Css("#sign-in")).await?.click().await?;
+    sign_in(client, "ann", false).await?;
+    wait_for(client, "#who", |who| who.contains("Signed in as ann")).await?;
+    wait_for(client, "#countdown", |c| c.starts_with("Starts in")).await?;
+    anyhow::ensure!(
+        disabled(client, "#buy").await?,
+        "buy is enabled before the start"
+    );
+    wait_for(client, "#state", |s| s == "Not started yet").await?;
+    shot("3-sale-upcoming").await?;
+
+    // The sale opens: the button is enabled within a second or so.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while disabled(client, "#buy").await? {
+        anyhow::ensure!(Instant::now() < deadline, "buy was never enabled");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_for(client, "#state", |s| s == "On sale now").await?;
+    wait_for(client, "#countdown", |c| c.starts_with("Ends in")).await?;
+    shot("4-sale-ongoing").await?;
+
+    // Checkout of one unit, paid online: the confirmed order links to the cashier.
+    client.find(Locator::Id("buy")).await?.click().await?;
+    wait_for(client, "#sale-title", |t| t.starts_with("Phone")).await?;
+    for (field, value) in [
+        ("recipient", "Ann Lee"),
+        ("line1", "1 Main Street"),
+        ("city", "Lyon"),
+        ("postalCode", "69001"),
+        ("country", "fr"),
+    ] {
+        client
+            .find(Locator::Id(field))
+            .await?
+            .send_keys(value)
+            .await?;
+    }
+    shot("5-checkout").await?;
+    client.find(Locator::Id("place")).await?.click().await?;
+    wait_for(client, "#status", |s| s == "CONFIRMED").await?;
+    anyhow::ensure!(client.current_url().await?.path() == "/shop/order.html");
+    wait_for(client, "#to-cashier", |t| t.contains("cashier")).await?;
+    shot("6-order-confirmed").await?;
+
+    // A sold-out sale: its only unit bought by bob.
+    let ops = Api::admin(cloud, "ops");
+    let id = published_sale(&ops, "Last one", 1, time::Duration::minutes(-1)).await;
+    let (status, placed) = ops
+        .as_user("bob")
+        .call("POST", &format!("/seckill/activities/{id}/orders"), None)
+        .await;
+    anyhow::ensure!(status == 202, "{placed}");
+    client.goto(&format!("{base}/shop/sales/{id}")).await?;
+    wait_for(client, "#state", |s| s == "Sold out").await?;
+    wait_for(client, "#buy", |b| b == "Sold out").await?;
+    anyhow::ensure!(
+        disabled(client, "#buy").await?,
+        "a sold-out sale's button is enabled"
+    );
+    shot("7-sold-out").await?;
+    Ok(())
+}
+
+/// Fills the development sign-in's form the page sent the browser to, and submits it.
+async fn sign_in(client: &Client, user: &str, admin: bool) -> anyhow::Result<()> {
+    wait_for(client, "h1", |h| h == "Local sign-in").await?;
+    client
+        .find(Locator::Id("user"))
+        .await?
+        .send_keys(user)
+        .await?;
+    if admin {
+        client.find(Locator::Id("admin")).await?.click().await?;
+    }
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await?
+        .click()
+        .await?;
+    Ok(())
+}
+
+async fn disabled(client: &Client, css: &str) -> anyhow::Result<bool> {
+    let value: Value = client
+        .execute(
+            "return document.querySelector(arguments[0]).disabled;",
+            vec![json!(css)],
+        )
+        .await?;
+    Ok(value == json!(true))
+}
+
+/// Waits (10 s at most) for an element whose text satisfies `ok`; answers the text.
+async fn wait_for(client: &Client, css: &str, ok: impl Fn(&str) -> bool) -> anyhow::Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = None;
+    loop {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && let Ok(text) = element.text().await
+        {
+            if ok(text.trim()) {
+                return Ok(text.trim().to_owned());
+            }
+            last = Some(text);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{css} never showed what was expected; last {last:?} at {}",
+            client.current_url().await?
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
