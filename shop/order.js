@@ -20,6 +20,13 @@
     document.getElementById("status").dataset.status = order.status;
     const cents = order.totalCents ?? (order.priceCents != null ? order.priceCents * (order.quantity ?? 1) : null);
     document.getElementById("amount").textContent = cents != null ? shop.money(cents) : "–";
+    document.getElementById("quantity").textContent = order.quantity != null ? String(order.quantity) : "–";
+    const address = order.address;
+    document.getElementById("address").textContent = address
+      ? [address.recipient, address.line1, address.line2, `${address.postalCode} ${address.city}`, address.country]
+          .filter(Boolean)
+          .join(", ")
+      : "–";
     document.getElementById("payment-method").textContent =
       order.paymentMethod === "COD" ? "Cash on delivery" : order.paymentMethod === "ONLINE" ? "Online" : "–";
     const said = order.status === "CONFIRMED" && order.paymentMethod === "COD"
