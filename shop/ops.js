@@ -1,5 +1,6 @@
 // Operations (the admin group): create a sale (POST /seckill/activities) and publish it
-// (POST /seckill/activities/{id}/publish), which writes its page; the API's messages shown.
+// (POST /seckill/activities/{id}/publish), which has its page written; the API's messages
+// shown, and the page's link once the page writer stored it.
 "use strict";
 
 (() => {
@@ -61,10 +62,21 @@
       shop.say("message", shop.problem(answer), "error");
       return;
     }
+    // The page is stored by the page writer a moment later: the link once it is there.
+    const href = `/shop/sales/${encodeURIComponent(answer.body.id)}`;
+    shop.say("message", `Published sale ${answer.body.id}; its page is being written…`, "ok");
+    const deadline = Date.now() + 30_000;
+    while ((await fetch(href, { method: "HEAD", cache: "no-store" })).status !== 200) {
+      if (Date.now() > deadline) {
+        shop.say("message", `Published sale ${answer.body.id}, but its page is not there yet: publish it again.`, "error");
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
     shop.say("message", `Published sale ${answer.body.id}.`, "ok");
     const link = document.createElement("a");
     link.id = "sale-page";
-    link.href = `/shop/sales/${encodeURIComponent(answer.body.id)}`;
+    link.href = href;
     link.textContent = `Open the sale's page: ${answer.body.title}`;
     published.append(link);
   });

@@ -11,9 +11,10 @@
 use aws_config::SdkConfig;
 use tokio::sync::OnceCell;
 
-use crate::cloud::{self, Clients};
+use crate::cloud;
 use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
+use crate::seckill::page_queue::QueuedSalePages;
 use crate::seckill::page_store::S3SalePages;
 use crate::seckill::payment::{PaymentProvider, WebhookSecret};
 use crate::seckill::redis_store::RedisSales;
@@ -29,7 +30,8 @@ use aws_sdk_dynamodb::Client as DynamoClient;
 pub struct Boot {
     env: Env,
     sdk_config: OnceCell<SdkConfig>,
-    clients: OnceCell<Clients>,
+    dynamodb: OnceCell<DynamoClient>,
+    sqs: OnceCell<aws_sdk_sqs::Client>,
 }
 
 impl Boot {
@@ -40,7 +42,8 @@ impl Boot {
         Self {
             env: Env::process(),
             sdk_config: OnceCell::new(),
-            clients: OnceCell::new(),
+            dynamodb: OnceCell::new(),
+            sqs: OnceCell::new(),
         }
     }
 
@@ -58,17 +61,27 @@ impl Boot {
         self.sdk_config.get_or_init(cloud::sdk_config).await
     }
 
-    /// The AWS clients, built from [`Self::sdk_config`] the first time they are asked for.
-    pub async fn clients(&self) -> &Clients {
+    /// The DynamoDB client, built from [`Self::sdk_config`] the first time it is asked for.
+    /// Each service's client is built only by the functions that use it: a client built here
+    /// is linked into the function, and every one of them counts against its 8 MiB.
+    pub async fn dynamodb(&self) -> &DynamoClient {
         let config = self.sdk_config().await;
-        self.clients
-            .get_or_init(|| async { Clients::new(config) })
+        self.dynamodb
+            .get_or_init(|| async { DynamoClient::new(config) })
+            .await
+    }
+
+    /// The SQS client, built from [`Self::sdk_config`] the first time it is asked for.
+    pub async fn sqs(&self) -> &aws_sdk_sqs::Client {
+        let config = self.sdk_config().await;
+        self.sqs
+            .get_or_init(|| async { aws_sdk_sqs::Client::new(config) })
             .await
     }
 
     /// A DynamoDB adapter built by its `from_env`, on the shared client.
     async fn table<T>(&self, from_env: fn(&Env, DynamoClient) -> Result<T, ConfigError>) -> T {
-        let client = self.clients().await.dynamodb.clone();
+        let client = self.dynamodb().await.clone();
         self.must(from_env(&self.env, client))
     }
 
@@ -92,9 +105,15 @@ impl Boot {
         self.table(DynamoSaleStore::from_env).await
     }
 
+    /// The page writer's queue (`SALE_PAGE_QUEUE_URL`), where publish-sale sends its pages.
+    pub async fn sale_page_queue(&self) -> QueuedSalePages {
+        let client = self.sqs().await.clone();
+        self.must(QueuedSalePages::from_env(&self.env, client))
+    }
+
     /// The bucket of the shop's pages (`SHOP_BUCKET`).
     pub async fn sale_pages(&self) -> S3SalePages {
-        let client = self.clients().await.s3.clone();
+        let client = cloud::s3_client(self.sdk_config().await);
         self.must(S3SalePages::from_env(&self.env, client))
     }
 

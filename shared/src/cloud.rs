@@ -64,12 +64,14 @@ fn amazon_https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
         .build_https()
 }
 
-/// The AWS clients a function may use, all built from one [`SdkConfig`].
+/// The AWS clients most functions use, all built from one [`SdkConfig`]. The clients of one
+/// function alone (S3 for publish-sale, Secrets Manager for the payment functions) are built
+/// where that function asks for them ([`crate::boot::Boot`]): a client here is linked into
+/// every function, and the S3 client alone would take three of them past 8 MiB.
 #[derive(Clone, Debug)]
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
-    pub s3: aws_sdk_s3::Client,
 }
 
 impl Clients {
@@ -77,7 +79,6 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(config),
             sqs: aws_sdk_sqs::Client::new(config),
-            s3: s3_client(config),
         }
     }
 }
@@ -119,7 +120,7 @@ pub async fn webhook_secret(
 
 /// The S3 client. Path-style addressing when an endpoint is overridden (the local emulator,
 /// LocalStack), whose buckets have no DNS names; virtual-hosted, as AWS prefers, otherwise.
-fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
+pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
     let path_style = std::env::vars()
         .any(|(name, _)| name == "AWS_ENDPOINT_URL" || name == "AWS_ENDPOINT_URL_S3");
     let s3 = aws_sdk_s3::config::Builder::from(config)

@@ -7,7 +7,8 @@
 //!
 //! - Social: `UserFollowed`, `UserUnfollowed` ([`SocialEvent`]), written to the outbox by a
 //!   follow or an unfollow and relayed to the consumers' queues.
-//! - Flash sale: `OrderPlaced` (the order route to the order consumer) and `PaymentDue` (the
+//! - Flash sale: `SalePageRendered` (publish-sale to the page writer), `OrderPlaced` (the
+//!   order route to the order consumer) and `PaymentDue` (the
 //!   order consumer to the payment timeout, delayed by the payment window).
 //!
 //! A consumer parses an envelope into a known event or refuses it with a reason; a refused
@@ -49,6 +50,18 @@ pub const USER_UNFOLLOWED: &str = "UserUnfollowed";
 pub enum SocialEvent {
     UserFollowed(Envelope<FollowPayload>),
     UserUnfollowed(Envelope<FollowPayload>),
+}
+
+pub const SALE_PAGE_RENDERED: &str = "SalePageRendered";
+
+/// `SalePageRendered` v1, sent by publish-sale: the sale's static page, for the page writer to
+/// store where the pages are served from. A sale never changes once created, so every render
+/// of it is the same page, and the order in which they are stored does not matter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SalePageRendered {
+    pub sale_id: String,
+    pub html: String,
 }
 
 pub const ORDER_PLACED: &str = "OrderPlaced";

@@ -10,7 +10,7 @@ use app::seckill::payment_due_sink::SqsPaymentDueSink;
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;
-    let sqs = boot.clients().await.sqs.clone();
+    let sqs = boot.sqs().await.clone();
     let payments = boot.must(SqsPaymentDueSink::from_env(boot.env(), sqs));
     let reservations = boot.reservations().await;
     let deps = OrderDeps {

@@ -7,7 +7,7 @@ use app::social::relay;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
-    let sqs = &boot.clients().await.sqs;
+    let sqs = boot.sqs().await;
     let sink = |name| boot.must(SqsEventSink::from_env(boot.env(), sqs.clone(), name));
     let notifications = sink("NOTIFICATION_QUEUE_URL");
     let follower_counts = sink("FOLLOWER_COUNT_QUEUE_URL");

@@ -10,7 +10,8 @@ async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.sale_store().await;
     let cache = boot.redis_sales().await;
-    let pages = boot.sale_pages().await;
+    // Queued for the page writer, which stores it in S3.
+    let pages = boot.sale_page_queue().await;
     let route = PublishRoute {
         store: &store,
         cache: &cache,

@@ -54,6 +54,7 @@ pub mod order_publisher;
 pub mod order_routes;
 pub mod order_store;
 pub mod orders;
+pub mod page_queue;
 pub mod page_store;
 pub mod payment;
 pub mod payment_due_sink;

@@ -7,6 +7,8 @@
 //! escaped value, so a title can never become markup.
 
 use super::sale::Sale;
+use crate::consumer::{Message, parse_each};
+use crate::events::{Envelope, EventError, SALE_PAGE_RENDERED, SalePageRendered, parse_v1};
 use crate::ids::SaleId;
 use async_trait::async_trait;
 
@@ -68,6 +70,40 @@ pub struct PageError(#[from] pub anyhow::Error);
 pub trait SalePages: Send + Sync {
     /// Writes (or overwrites) the page of sale `id`.
     async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError>;
+}
+
+/// A `SalePageRendered` v1 message: the sale and its page.
+pub fn parse_rendered(body: &str) -> Result<(SaleId, String), EventError> {
+    let envelope: Envelope<SalePageRendered> = parse_v1(body, SALE_PAGE_RENDERED)?;
+    let id = SaleId::parse(&envelope.payload.sale_id).map_err(|_| EventError::Unknown {
+        kind: format!("{SALE_PAGE_RENDERED} with a sale id that is not one"),
+        version: envelope.version,
+    })?;
+    Ok((id, envelope.payload.html))
+}
+
+/// The page writer: stores each page of an SQS batch of `SalePageRendered` (publish-sale
+/// queues them, so that it need not link the S3 client, which alone would take it past
+/// 8 MiB); answers the messages to retry. Storing a page again is harmless (every render of
+/// a sale is the same page), so a redelivery needs no marker.
+#[tracing::instrument(skip_all, fields(messages = messages.len()))]
+pub async fn write_batch(pages: &dyn SalePages, messages: Vec<Message>) -> Vec<String> {
+    let parsed = parse_each(messages, parse_rendered);
+    let mut failed = parsed.refused;
+    let writes = crate::consumer::join_all(
+        parsed
+            .events
+            .iter()
+            .map(|(_, (id, html))| pages.put(id, html.clone())),
+    )
+    .await;
+    for ((message, (id, _)), written) in parsed.events.into_iter().zip(writes) {
+        if let Err(err) = written {
+            tracing::error!(sale = %id, error = ?anyhow::Error::from(err), "failed to store a sale page");
+            failed.push(message);
+        }
+    }
+    failed
 }
 
 #[cfg(test)]
@@ -161,5 +197,24 @@ mod tests {
         assert_eq!(page_key(&id), format!("shop/sales/{id}"));
         assert_eq!(price(5), "0.05");
         assert_eq!(price(100), "1.00");
+    }
+
+    #[tokio::test]
+    async fn the_writer_stores_each_queued_page_and_retries_what_failed() {
+        use super::fake::MemoryPages;
+        use std::sync::atomic::Ordering;
+        let id = SaleId::generate();
+        let body = serde_json::json!({"type": SALE_PAGE_RENDERED, "version": 1, "id": "e1",
+            "occurredAt": "2026-11-30T18:00:00Z", "payload": {"saleId": id, "html": "<h1>P</h1>"}})
+        .to_string();
+        let pages = MemoryPages::default();
+        let batch = crate::testing::batch(&[body.clone(), "garbage".to_owned()]);
+        assert_eq!(write_batch(&pages, batch).await, ["m1"]);
+        assert_eq!(pages.pages.lock().unwrap()[&id], "<h1>P</h1>");
+        pages.fail.store(true, Ordering::SeqCst);
+        assert_eq!(
+            write_batch(&pages, crate::testing::batch(&[body])).await,
+            ["m0"]
+        );
     }
 }

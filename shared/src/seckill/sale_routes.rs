@@ -104,7 +104,7 @@ pub async fn publish_sale(
             tracing::error!(error = ?anyhow::Error::from(err), "the sale page was not written");
             Err(ApiError::unavailable(
                 "RETRY",
-                "the sale is published but its page could not be written; publish it again",
+                "the sale is published but its page could not be queued; publish it again",
             ))
         }
     }

@@ -149,8 +149,18 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "PublishSaleFunction",
         &[
             (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
-            // S3SalePages::put: the sale's page, shop/sales/<id>.
+            // QueuedSalePages::put: the rendered page, for the page writer.
+            ("SalePageQueue.Arn", &["sqs:SendMessage"]),
+        ],
+    ),
+    // its own role: the pages it is sent (the poller), S3SalePages::put of each under
+    // shop/sales/<id>.
+    (
+        "SalePageWriterFunction",
+        &[
+            ("SalePageWriterLogGroup.Arn", &LOGS),
             (SALE_PAGES, &["s3:PutObject"]),
+            ("SalePageQueue.Arn", &SQS_POLLER),
         ],
     ),
     // Redis only.
@@ -465,8 +475,8 @@ fn every_queue_or_stream_function_has_a_role_of_its_own() {
     }
     assert_eq!(
         roles.len(),
-        5,
-        "the five queue and stream functions: {roles:?}"
+        6,
+        "the six queue and stream functions: {roles:?}"
     );
 }
 

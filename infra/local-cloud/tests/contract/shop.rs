@@ -232,16 +232,25 @@ fn the_pages_sign_in_with_the_code_flow_and_no_client_secret() {
 }
 
 #[test]
-fn publish_sale_writes_to_the_pages_bucket_which_the_runner_provisions() {
+fn the_page_writer_stores_in_the_pages_bucket_which_the_runner_provisions() {
     let model = project_model(&[]);
     let bucket = model
         .bucket("ShopBucket")
         .expect("the runner reads the bucket");
     assert_eq!(bucket.name, "contract-shopbucket");
-    let publish = model.function("PublishSaleFunction").unwrap();
+    let writer = model.function("SalePageWriterFunction").unwrap();
     assert_eq!(
-        publish.environment.get("SHOP_BUCKET"),
+        writer.environment.get("SHOP_BUCKET"),
         Some(&bucket.name),
-        "publish-sale writes the pages to the bucket the runner serves"
+        "the page writer stores the pages in the bucket the runner serves"
+    );
+    let publish = model.function("PublishSaleFunction").unwrap();
+    let queue = model
+        .queue("SalePageQueue")
+        .expect("the runner reads the queue");
+    assert_eq!(
+        publish.environment.get("SALE_PAGE_QUEUE_URL"),
+        Some(&queue.url),
+        "publish-sale sends its pages to the writer's queue"
     );
 }

@@ -35,6 +35,19 @@ async fn get(base: &str, method: &str, path: &str) -> (u16, String, String) {
     (status, kind, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// The sale's page, once the page writer stored it (publish-sale queues it): status, content
+/// type, body.
+async fn page_written(base: &str, id: &str) -> (u16, String, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = get(base, "GET", &format!("/shop/sales/{id}")).await;
+        if answer.0 != 404 || Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn at(from_now: time::Duration) -> String {
     (OffsetDateTime::now_utc() + from_now)
         .format(&Rfc3339)
@@ -91,7 +104,7 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
 
     let ops = Api::admin(&cloud, "ops");
     let id = published_sale(&ops, "Phone <b>X</b>", 3, time::Duration::minutes(-1)).await;
-    let (status, content_type, page) = get(&base, "GET", &format!("/shop/sales/{id}")).await;
+    let (status, content_type, page) = page_written(&base, &id).await;
     assert_eq!(
         (status, content_type.as_str()),
         (200, "text/html; charset=utf-8")
@@ -257,6 +270,7 @@ async fn walk(
         .call("POST", &format!("/seckill/activities/{id}/orders"), None)
         .await;
     anyhow::ensure!(status == 202, "{placed}");
+    page_written(base, &id).await;
     client.goto(&format!("{base}/shop/sales/{id}")).await?;
     wait_for(client, "#state", |s| s == "Sold out").await?;
     wait_for(client, "#buy", |b| b == "Sold out").await?;
@@ -460,7 +474,11 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
 async fn switch_user(client: &Client, user: &str, admin: bool) -> anyhow::Result<()> {
     let who = wait_for(client, "#who", |who| !who.is_empty()).await?;
     if who.starts_with("Signed in") {
-        client.find(Locator::Css("#who button")).await?.click().await?;
+        client
+            .find(Locator::Css("#who button"))
+            .await?
+            .click()
+            .await?;
     }
     wait_for(client, "#sign-in", |_| true).await?;
     client.find(Locator::Css("#sign-in")).await?.click().await?;
