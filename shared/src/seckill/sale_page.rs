@@ -44,8 +44,9 @@ fn price(cents: u64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
 
-/// Text made safe for HTML element content and quoted attribute values.
-fn escape(text: &str) -> String {
+/// Text made safe for HTML element content and quoted attribute values (the sale page's and
+/// the payment sandbox's).
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -19,6 +19,7 @@
 use super::payment::{
     PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, SIGNATURE_HEADER, WebhookSecret,
 };
+use super::sale_page::escape;
 use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter};
 use crate::ids::valid_id;
 use async_trait::async_trait;
@@ -70,22 +71,6 @@ fn return_url(raw: Option<String>) -> String {
             && url.chars().all(|c| c.is_ascii_graphic())
     })
     .unwrap_or_else(|| "/shop/".to_owned())
-}
-
-/// Escapes text for HTML.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 fn id_parameter(value: Option<String>, name: &str) -> Result<String, ApiError> {

@@ -172,55 +172,12 @@ async fn walk(
     shot("1-ops-signed-in").await?;
 
     // A sale opening in 20 s, created and published from the form.
-    for (field, value) in [
-        ("productId", "p-1"),
-        ("title", "Phone"),
-        ("price", "19.99"),
-        ("stock", "5"),
-        ("perUserLimit", "1"),
-    ] {
-        let input = client.find(Locator::Id(field)).await?;
-        input.clear().await?;
-        input.send_keys(value).await?;
-    }
-    client
-        .execute(
-            "const local = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60000)
-                 .toISOString().slice(0, 19);
-             document.getElementById('startsAt').value = local(new Date(Date.now() + 20000));
-             document.getElementById('endsAt').value = local(new Date(Date.now() + 3600000));",
-            vec![],
-        )
-        .await?;
-    client
-        .find(Locator::Id("create-sale"))
-        .await?
-        .click()
-        .await?;
-    wait_for(client, "#message", |m| m.starts_with("Created sale")).await?;
-    client.find(Locator::Id("publish")).await?.click().await?;
-    let link = wait_for(client, "#sale-page", |_| true).await?;
-    anyhow::ensure!(link.contains("Phone"), "{link}");
+    let sale_page = create_from_ops_page(client, "Phone", "5", "1", 20).await?;
     shot("2-ops-published").await?;
-    let sale_page = client
-        .find(Locator::Id("sale-page"))
-        .await?
-        .attr("href")
-        .await?
-        .unwrap_or_default();
 
     // The buyer: signed out, then in as ann from the sale's page.
     client.goto(&format!("{base}{sale_page}")).await?;
-    wait_for(client, "#who button", |_| true).await?;
-    client
-        .find(Locator::Css("#who button"))
-        .await?
-        .click()
-        .await?;
-    wait_for(client, "#sign-in", |_| true).await?;
-    client.find(Locator::Css("#sign-in")).await?.click().await?;
-    sign_in(client, "ann", false).await?;
-    wait_for(client, "#who", |who| who.contains("Signed in as ann")).await?;
+    switch_user(client, "ann", false).await?;
     wait_for(client, "#countdown", |c| c.starts_with("Starts in")).await?;
     anyhow::ensure!(
         disabled(client, "#buy").await?,
