@@ -88,15 +88,24 @@ impl Queue {
     }
 
     /// Receives up to `max` (1..=10) messages, long-polling for up to `wait` (at most 20 s).
+    /// The long poll is given its own attempt timeout: the shared one
+    /// ([`crate::cloud::ATTEMPT_TIMEOUT`]) is shorter than a long poll.
     #[tracing::instrument(skip_all, fields(queue = %self.url))]
     pub async fn receive(&self, max: i32, wait: Duration) -> Result<Vec<Received>, QueueError> {
+        let wait = wait.min(Duration::from_secs(20));
+        let timeouts = aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(wait + crate::cloud::ATTEMPT_TIMEOUT)
+            .operation_timeout(wait + crate::cloud::OPERATION_TIMEOUT)
+            .build();
         let output = self
             .client
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, 10))
-            .wait_time_seconds(i32::try_from(wait.as_secs().min(20)).unwrap_or(20))
+            .wait_time_seconds(i32::try_from(wait.as_secs()).unwrap_or(20))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .customize()
+            .config_override(aws_sdk_sqs::config::Builder::new().timeout_config(timeouts))
             .send()
             .await
             .map_err(|err| QueueError::sdk("ReceiveMessage", err))?;

@@ -5,7 +5,7 @@ use app::admin_mfa::{self, CognitoMfaDirectory};
 use app::boot::Boot;
 use lambda_runtime::{LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let directory = CognitoMfaDirectory::from_config(boot.sdk_config().await);

@@ -10,7 +10,7 @@ use app::seckill::redis_store::RedisSales;
 use aws_lambda_events::sns::SnsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();

@@ -4,7 +4,7 @@ use app::boot::Boot;
 use app::http;
 use app::seckill::sale_routes;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.sale_store().await;

@@ -5,7 +5,7 @@ use app::boot::Boot;
 use app::http;
 use app::social::{FollowLimits, user_routes};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let limits = boot.must(FollowLimits::from_env(boot.env()));

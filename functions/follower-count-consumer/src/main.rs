@@ -4,7 +4,7 @@ use app::boot::Boot;
 use app::consumer;
 use app::social::follower_count;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let store = Boot::start().derived_store().await;
     consumer::run(|messages| follower_count::handle_batch(&store, messages)).await

@@ -4,7 +4,7 @@ use app::boot::Boot;
 use app::http;
 use app::seckill::sale_routes;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let cache = Boot::start().redis_sales().await;
     http::run(|request| sale_routes::get_sale(&cache, request)).await

@@ -4,7 +4,7 @@ use app::boot::Boot;
 use app::http;
 use app::seckill::order_routes;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().order_store().await;
     http::run(|request| order_routes::list_orders(&store, request)).await

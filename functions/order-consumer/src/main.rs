@@ -6,7 +6,7 @@ use app::consumer;
 use app::seckill::order_consumer::{self, OrderDeps};
 use app::seckill::payment_due_sink::SqsPaymentDueSink;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;

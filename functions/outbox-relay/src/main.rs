@@ -4,7 +4,7 @@ use app::boot::Boot;
 use app::social::event_sink::SqsEventSink;
 use app::social::relay;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let sqs = boot.sqs().await;

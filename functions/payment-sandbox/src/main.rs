@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::sandbox;
 use lambda_http::http::Method;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let secret = boot.payment_secret().await;

@@ -5,7 +5,7 @@ use app::boot::Boot;
 use app::consumer;
 use app::seckill::payment_timeout;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;

@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::order_publisher::SqsOrderPublisher;
 use app::seckill::sale_routes::{self, OrderRoute};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let rate_limit_per_second = boot.must(sale_routes::rate_limit_from_env(boot.env()));

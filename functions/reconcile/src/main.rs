@@ -5,7 +5,7 @@ use app::boot::Boot;
 use app::seckill::reconcile::{self, Grace};
 use lambda_runtime::{LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();

@@ -70,3 +70,20 @@ async fn a_long_poll_returns_as_soon_as_a_message_arrives() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_long_poll_outlasts_the_sdk_attempt_timeout_and_ends_empty() {
+    // Every AWS call's attempt may take at most ATTEMPT_TIMEOUT; a long poll is allowed its
+    // wait on top, so an empty queue answers "nothing" instead of a timeout error.
+    let clients = clients().await;
+    let queue = new_queue(&clients.sqs).await;
+    let wait = app::cloud::ATTEMPT_TIMEOUT + Duration::from_secs(1);
+    let started = std::time::Instant::now();
+    let received = queue.receive(1, wait).await.expect("an empty long poll");
+    assert!(received.is_empty());
+    assert!(
+        started.elapsed() >= app::cloud::ATTEMPT_TIMEOUT,
+        "the poll ended after {:?}, before the attempt timeout: it did not test it",
+        started.elapsed()
+    );
+}
