@@ -7,7 +7,9 @@
 # `loadtest/bench` against `aws-stub` (instant canned DynamoDB and SQS answers) and a real
 # redis-server: part 1, each binary's init time beside a hello-world lambda_runtime binary,
 # its stripped size and peak memory; part 2, each HTTP function's throughput through the
-# local runner beside a hello-world lambda_http function. Builds the release binaries
+# local runner beside a hello-world lambda_http function, and where its CPU per request goes:
+# hello-http's, its AWS calls at the SDK's per-call cost (measured in the same run by
+# `sdk-floor`, beside the floor under the SDK: hyper + SigV4), and its own. Builds the release binaries
 # (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md, with
 # functions.svg beside it (every cold start; each route's latency distribution, p50 / p90 /
 # p99 and throughput share of hello-http's), linked from the report.
@@ -82,7 +84,7 @@ if [[ $mode == smoke ]]; then
     work=.local/bench-fn/smoke
     infra/run-with-emulators.sh "$0" --with-emulators debug "$work" \
         --runs 1 --invocations 2 --instances 1 --concurrency 2 --requests 50 --warmup 5 \
-        --duration 5 --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
+        --duration 5 --sdk-rounds 1 --sdk-calls 100 --sdk-warmup 10 --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
         --fail-off-happy-path "$@"
     echo "bench smoke: ok ($work/functions.md)"
 elif [[ $mode == sam-build ]]; then
@@ -90,11 +92,12 @@ elif [[ $mode == sam-build ]]; then
     bash infra/python/ensure-venv.sh sam
     # The same cargo-lambda, profile and flags as the functions' own build.
     PATH="$root/.local/venv/sam/bin:$PATH" cargo lambda build --release -p bench -p aws-stub \
-        -p local-cloud-fixtures --bin bench --bin aws-stub --bin hello-runtime --bin hello-http
+        -p local-cloud-fixtures --bin bench --bin sdk-floor --bin aws-stub --bin hello-runtime \
+        --bin hello-http
     dir=target/sam-build
     rm -rf "$dir"
     mkdir -p "$dir"
-    for binary in bench aws-stub hello-runtime hello-http; do
+    for binary in bench sdk-floor aws-stub hello-runtime hello-http; do
         ln -s "$root/target/lambda/$binary/bootstrap" "$dir/$binary"
     done
     # Each function's bootstrap under its Binary name (infra/sam-functions.sh reads template.yaml).

@@ -219,7 +219,59 @@ mod tests {
                     aws_calls: Default::default(),
                 }],
             }),
+            sdk: None,
         }
+    }
+
+    fn probe(client: &str, gap_us: u64, cpu_us_per_call: f64) -> crate::sdk_cost::Probe {
+        crate::sdk_cost::Probe {
+            client: client.to_owned(),
+            calls: 100,
+            gap_us,
+            cpu_us_per_call,
+            wall_us_per_call: 2.0 * cpu_us_per_call,
+            failed: 0,
+        }
+    }
+
+    #[test]
+    fn the_report_splits_each_function_cpu_into_hello_http_sdk_calls_and_its_own() {
+        use crate::sdk_cost::GAP_US;
+        let mut results = results();
+        let part2 = results.part2.as_mut().unwrap();
+        // hello-http 0.1 ms per request; follow 0.5 ms with 3 calls per request (105 requests
+        // in the window: 100 measured + 5 warm-up).
+        for hello in &mut part2.hello {
+            hello.cpu.function_ms = 0.1;
+        }
+        part2.rows[0].measured.cpu.function_ms = 0.5;
+        part2.rows[0].aws_calls = [("DynamoDB_20120810.GetItem".to_owned(), 315)].into();
+        results.sdk = Some(crate::sdk_cost::SdkCost {
+            command: "sdk-floor".to_owned(),
+            // The SDK's median with gaps is 100 us; the floor's 40.
+            probes: vec![
+                probe("sdk", GAP_US, 90.0),
+                probe("sdk", GAP_US, 100.0),
+                probe("sdk", GAP_US, 130.0),
+                probe("floor", GAP_US, 40.0),
+                probe("sdk", 0, 70.0),
+                probe("floor", 0, 30.0),
+            ],
+        });
+        let report = crate::report::render(&results, None, "functions.svg");
+        // own = 0.5 - 0.1 - 3 x 0.1 = 0.1 ms = 20%: met; ceiling 0.1 + 1.3 x 0.3 = 0.49 ms.
+        assert!(
+            report.contains(
+                "| follow | 0.500 | 0.100 | 3.00 | 0.300 | 0.100 | 20% | 0.490 | 1.02x ✗ |"
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains("| SDK / floor | 2.50x | | 2.33x | |"),
+            "{report}"
+        );
+        assert!(report.contains("own CPU at most 20% of its CPU per request (after hello-http's 0.100 ms and its AWS calls × the SDK's 0.100 ms): MET"), "{report}");
+        assert!(report.contains("the SDK's per-call cost: MISSED — worst follow at 0.500 ms against 0.490 ms (+2% against the bound); over: follow +2%"), "{report}");
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //!   invocations ([`scenarios`]).
 //! - Part 2 ([`throughput`]): every HTTP function through `local-cloud up`, closed-loop load
 //!   ([`load`]) at a fixed concurrency and count, beside the hello-world `lambda_http`
-//!   fixture behind a second runner with the same instances, before and after.
+//!   fixture behind a second runner with the same instances, before and after; and where
+//!   each function's CPU per request goes ([`sdk_cost`]): hello-http's, its AWS calls at the
+//!   SDK's per-call cost measured in the same run by `sdk-floor` (beside the floor under the
+//!   SDK, hyper + SigV4), and the rest, its own.
 //!
 //! Every AWS call goes to `aws-stub` (answers at once, canned data); Redis is a real
 //! `redis-server`. `loadtest/bench.sh functions` starts both and runs this.
@@ -18,6 +21,7 @@ mod figure;
 mod report;
 mod runtime_api;
 mod scenarios;
+mod sdk_cost;
 mod throughput;
 
 use anyhow::Context;
@@ -80,6 +84,15 @@ pub struct Args {
     /// The stub's process, whose CPU time part 2 reports (it shares the machine).
     #[arg(long)]
     stub_pid: Option<u32>,
+    /// Rounds of the SDK and floor probes (each round: both clients, with and without idle gaps).
+    #[arg(long, default_value_t = 3)]
+    sdk_rounds: u32,
+    /// Measured calls per probe.
+    #[arg(long, default_value_t = 5_000)]
+    sdk_calls: u32,
+    /// Unmeasured calls per probe first.
+    #[arg(long, default_value_t = 500)]
+    sdk_warmup: u32,
     /// Only part 1.
     #[arg(long)]
     skip_throughput: bool,
@@ -332,7 +345,7 @@ async fn main() -> anyhow::Result<()> {
         )?;
         print!(
             "{}",
-            report::summary(&results.part1, results.part2.as_ref())
+            report::summary(&results.part1, results.part2.as_ref(), results.sdk.as_ref())
         );
         eprintln!("written to {}", args.out.display());
         return Ok(());
@@ -399,15 +412,33 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
 
-    let part2 = if args.skip_throughput {
-        None
+    let (sdk, part2) = if args.skip_throughput {
+        (None, None)
     } else {
-        Some(part2(&args, &functions, &stack, &fixture).await?)
+        eprintln!("the SDK's per-call cost and its floor");
+        let sdk = sdk_cost::measure(
+            // As given (relative), for the report's command line.
+            &args.binaries_dir.join("sdk-floor"),
+            &base_env(&args),
+            args.sdk_rounds,
+            args.sdk_calls,
+            args.sdk_warmup,
+        )
+        .await?;
+        (
+            Some(sdk),
+            Some(part2(&args, &functions, &stack, &fixture).await?),
+        )
     };
 
     let mut run = run;
     run.load_average.push(report::load_average());
-    let results = report::Results { run, part1, part2 };
+    let results = report::Results {
+        run,
+        part1,
+        part2,
+        sdk,
+    };
     std::fs::write(
         args.work_dir.join("functions.json"),
         serde_json::to_string_pretty(&results)?,
@@ -417,11 +448,16 @@ async fn main() -> anyhow::Result<()> {
     }
     let figure = draw_figure(&results, &args.out)?;
     let text = report::render(&results, notes.as_deref(), &figure);
-    let (part1, part2) = (results.part1, results.part2);
+    let (part1, part2, sdk) = (results.part1, results.part2, results.sdk);
     std::fs::write(&args.out, &text)?;
-    print!("{}", report::summary(&part1, part2.as_ref()));
+    print!("{}", report::summary(&part1, part2.as_ref(), sdk.as_ref()));
     eprintln!("written to {}", args.out.display());
     if args.fail_off_happy_path {
+        let sdk_failures = sdk.as_ref().map_or(0, sdk_cost::SdkCost::failed);
+        anyhow::ensure!(
+            sdk_failures == 0,
+            "{sdk_failures} calls of the SDK probe or its floor failed against the stub"
+        );
         let init_failures: u32 = part1.iter().map(|c| c.init_failures).sum();
         let invocation_failures: u32 = part1.iter().map(|c| c.invocations_failed).sum();
         let unexpected: u64 = part2

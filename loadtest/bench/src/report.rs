@@ -2,6 +2,7 @@
 //! met or missed and by how much.
 
 use crate::cold_start::ColdStart;
+use crate::sdk_cost::{self, SdkCost};
 use crate::throughput::Throughput;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -15,6 +16,12 @@ pub const SIZE_MAX_MIB: f64 = 8.0;
 pub const MEMORY_MAX_MIB: f64 = 32.0;
 /// Throughput floor, as a multiple of the hello-world `lambda_http` function's.
 pub const THROUGHPUT_RATIO_MIN: f64 = 0.8;
+/// The most of a function's CPU per request that may be its own: what is left after
+/// hello-http's and its AWS calls at the SDK's measured cost.
+pub const OWN_SHARE_MAX: f64 = 0.2;
+/// A function's CPU per request may be at most hello-http's + this × its AWS calls × the
+/// SDK's per-call cost.
+pub const SDK_CEILING_FACTOR: f64 = 1.3;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -39,6 +46,178 @@ pub struct Part2 {
 impl Part2 {
     fn hello_rps(&self) -> f64 {
         (self.hello[0].report.requests_per_second + self.hello[1].report.requests_per_second) / 2.0
+    }
+
+    /// hello-http's CPU per request, ms: the mean of before and after.
+    fn hello_cpu_ms(&self) -> f64 {
+        (self.hello[0].cpu.function_ms + self.hello[1].cpu.function_ms) / 2.0
+    }
+
+    fn requests_in_window(&self, row: &Part2Row) -> f64 {
+        (row.measured.report.requests + self.shape.warmup).max(1) as f64
+    }
+}
+
+/// Where one function's CPU per request went (ms): hello-http's, its AWS calls at the SDK's
+/// per-call cost, and the rest, its own.
+struct Breakdown {
+    cpu: f64,
+    hello: f64,
+    calls: f64,
+    sdk: f64,
+}
+
+impl Breakdown {
+    fn of(part2: &Part2, row: &Part2Row, sdk_ms: f64) -> Self {
+        let calls: u64 = row.aws_calls.values().sum();
+        Self {
+            cpu: row.measured.cpu.function_ms,
+            hello: part2.hello_cpu_ms(),
+            calls: calls as f64 / part2.requests_in_window(row),
+            sdk: sdk_ms,
+        }
+    }
+
+    fn own(&self) -> f64 {
+        self.cpu - self.hello - self.calls * self.sdk
+    }
+
+    fn own_share(&self) -> f64 {
+        self.own() / self.cpu
+    }
+
+    fn ceiling(&self) -> f64 {
+        self.hello + SDK_CEILING_FACTOR * self.calls * self.sdk
+    }
+}
+
+/// The two per-request cost targets of the breakdown, one summary line each.
+fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
+    let sdk_ms = sdk.sdk_ms();
+    let rows: Vec<(&str, Breakdown)> = part2
+        .rows
+        .iter()
+        .map(|row| {
+            (
+                row.measured.binary.as_str(),
+                Breakdown::of(part2, row, sdk_ms),
+            )
+        })
+        .collect();
+    let worst_share = rows
+        .iter()
+        .max_by(|a, b| a.1.own_share().total_cmp(&b.1.own_share()));
+    if let Some((binary, worst)) = worst_share {
+        let over: Vec<String> = rows
+            .iter()
+            .filter(|(_, b)| b.own_share() > OWN_SHARE_MAX)
+            .map(|(binary, b)| format!("{binary} {:.0}%", b.own_share() * 100.0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms and its AWS calls × the SDK's {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}",
+            OWN_SHARE_MAX * 100.0,
+            part2.hello_cpu_ms(),
+            sdk_ms,
+            verdict(over.is_empty()),
+            worst.own(),
+            worst.cpu,
+            worst.own_share() * 100.0,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!("; over: {}", over.join(", "))
+            }
+        );
+    }
+    let ratio = |b: &Breakdown| b.cpu / b.ceiling();
+    if let Some((binary, worst)) = rows
+        .iter()
+        .max_by(|a, b| ratio(&a.1).total_cmp(&ratio(&b.1)))
+    {
+        let over: Vec<String> = rows
+            .iter()
+            .filter(|(_, b)| ratio(b) > 1.0)
+            .map(|(binary, b)| format!("{binary} {:+.0}%", (ratio(b) - 1.0) * 100.0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- CPU per request at most hello-http's + {SDK_CEILING_FACTOR} × AWS calls × the SDK's per-call cost: {} — worst {binary} at {:.3} ms against {:.3} ms ({:+.0}% against the bound){}",
+            verdict(over.is_empty()),
+            worst.cpu,
+            worst.ceiling(),
+            (ratio(worst) - 1.0) * 100.0,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!("; over: {}", over.join(", "))
+            }
+        );
+    }
+}
+
+/// The SDK's cost and its floor, then part 2's CPU per request split by where it went.
+fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
+    let gap = sdk_cost::GAP_US;
+    let (sdk_gap, floor_gap) = (sdk.cpu_us("sdk", gap), sdk.cpu_us("floor", gap));
+    let (sdk_tight, floor_tight) = (sdk.cpu_us("sdk", 0), sdk.cpu_us("floor", 0));
+    let rounds = sdk.probes.len() / 4;
+    let _ = writeln!(
+        out,
+        "\n## Part 2, where the CPU goes: the SDK, its floor, and the functions' own\n\n\
+         One DynamoDB `GetItem` against the same stub, from a process of its own on a \
+         `current_thread` runtime as the functions run (rounds: {rounds}, the clients \
+         alternating; CPU of every thread from `/proc/self/task/*/schedstat`, median of the \
+         rounds): through the SDK as the functions configure it (`app::cloud::sdk_config`), \
+         and through the floor, a hyper client sending the same request signed by the SDK's \
+         own SigV4 signer and parsing the answer, with no retries, timeouts or interceptors. \
+         Command: `{}`; failed calls: {}.\n\n\
+         | client | CPU µs per call, {gap} µs idle between calls | wall µs | CPU µs per call, back to back | wall µs |\n\
+         |---|---:|---:|---:|---:|\n\
+         | SDK | {sdk_gap:.1} | {:.1} | {sdk_tight:.1} | {:.1} |\n\
+         | floor: hyper + SigV4 | {floor_gap:.1} | {:.1} | {floor_tight:.1} | {:.1} |\n\
+         | SDK / floor | {:.2}x | | {:.2}x | |\n",
+        sdk.command,
+        sdk.failed(),
+        sdk.wall_us("sdk", gap),
+        sdk.wall_us("sdk", 0),
+        sdk.wall_us("floor", gap),
+        sdk.wall_us("floor", 0),
+        sdk_gap / floor_gap,
+        sdk_tight / floor_tight,
+    );
+    let _ = writeln!(
+        out,
+        "Each function's CPU per request (part 2) = hello-http's (the mean of before and after, \
+         {:.3} ms: the runtime, the event and the answer) + its AWS calls per request × the \
+         SDK's per-call cost with idle gaps ({:.3} ms) + what is left: the function's own (its \
+         routing, claims, validation, spans and logs, metrics line, Redis where it uses it, \
+         response). Targets: its own at most {:.0}% of its CPU; its CPU at most hello-http's + \
+         {SDK_CEILING_FACTOR} × calls × the SDK's per-call cost.\n\n\
+         | function | CPU ms per request | hello-http's | AWS calls | × SDK per call | own | own share | ceiling | CPU / ceiling |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        part2.hello_cpu_ms(),
+        sdk.sdk_ms(),
+        OWN_SHARE_MAX * 100.0,
+    );
+    for row in &part2.rows {
+        let b = Breakdown::of(part2, row, sdk.sdk_ms());
+        let flag = |bad: bool| if bad { " ✗" } else { "" };
+        let _ = writeln!(
+            out,
+            "| {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {:.0}%{} | {:.3} | {:.2}x{} |",
+            row.measured.binary,
+            b.cpu,
+            b.hello,
+            b.calls,
+            b.calls * b.sdk,
+            b.own(),
+            b.own_share() * 100.0,
+            flag(b.own_share() > OWN_SHARE_MAX),
+            b.ceiling(),
+            b.cpu / b.ceiling(),
+            flag(b.cpu > b.ceiling()),
+        );
     }
 }
 
@@ -97,7 +276,7 @@ fn is_baseline(binary: &str) -> bool {
 }
 
 /// One line per target: met or missed, the worst case and the margin.
-pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
+pub fn summary(part1: &[ColdStart], part2: Option<&Part2>, sdk: Option<&SdkCost>) -> String {
     let mut out = String::new();
     let floor = part1
         .iter()
@@ -210,6 +389,9 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>) -> String {
             "- Every response the expected 2xx: {} — {unexpected} unexpected answers in part 2",
             verdict(unexpected == 0)
         );
+        if let Some(sdk) = sdk {
+            breakdown_summary(&mut out, part2, sdk);
+        }
     }
     out
 }
@@ -287,6 +469,9 @@ pub struct Results {
     pub run: RunInfo,
     pub part1: Vec<ColdStart>,
     pub part2: Option<Part2>,
+    /// The SDK's per-call cost and its floor (absent from runs before it was measured).
+    #[serde(default)]
+    pub sdk: Option<SdkCost>,
 }
 
 /// The whole report; `figure` is the file name of its SVG, beside it.
@@ -314,7 +499,7 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
         run.command,
         run.load_average.first().map_or("unknown", String::as_str),
         run.load_average.get(1).map_or("unknown", String::as_str),
-        summary(part1, part2)
+        summary(part1, part2, results.sdk.as_ref())
     );
     let _ = writeln!(
         out,
@@ -468,6 +653,9 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
             &statuses,
             "\n",
         );
+        if let Some(sdk) = &results.sdk {
+            render_breakdown(&mut out, part2, sdk);
+        }
     }
     let _ = writeln!(
         out,

@@ -1,0 +1,129 @@
+//! What one AWS call costs a function in CPU, measured in the same run as part 2 and against
+//! the same stub: the SDK as the functions configure it, and the floor under it (hyper and
+//! the SDK's SigV4 signer, nothing else), by the `sdk-floor` binary (`src/bin/sdk-floor.rs`),
+//! one process per measurement, the two clients alternating round by round.
+//!
+//! Part 2's breakdown reads a function's CPU per request as hello-http's + its AWS calls × the
+//! SDK's per-call cost here + what is left, which is the function's own.
+
+use anyhow::Context;
+use std::path::Path;
+use std::process::Stdio;
+
+/// One `sdk-floor` measurement (its JSON line).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Probe {
+    pub client: String,
+    pub calls: u32,
+    pub gap_us: u64,
+    pub cpu_us_per_call: f64,
+    pub wall_us_per_call: f64,
+    pub failed: u32,
+}
+
+/// Every round of both clients, with and without idle gaps between calls.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct SdkCost {
+    /// The probe's command line, without the client.
+    pub command: String,
+    pub probes: Vec<Probe>,
+}
+
+impl SdkCost {
+    /// The median CPU µs per call of `client` with `gap_us` between calls.
+    pub fn cpu_us(&self, client: &str, gap_us: u64) -> f64 {
+        let values: Vec<f64> = self
+            .probes
+            .iter()
+            .filter(|probe| probe.client == client && probe.gap_us == gap_us)
+            .map(|probe| probe.cpu_us_per_call)
+            .collect();
+        crate::cold_start::percentile(&values, 0.5)
+    }
+
+    pub fn wall_us(&self, client: &str, gap_us: u64) -> f64 {
+        let values: Vec<f64> = self
+            .probes
+            .iter()
+            .filter(|probe| probe.client == client && probe.gap_us == gap_us)
+            .map(|probe| probe.wall_us_per_call)
+            .collect();
+        crate::cold_start::percentile(&values, 0.5)
+    }
+
+    /// The SDK's per-call cost the breakdown uses: with idle gaps, as a function makes them.
+    pub fn sdk_ms(&self) -> f64 {
+        self.cpu_us("sdk", GAP_US) / 1e3
+    }
+
+    pub fn failed(&self) -> u32 {
+        self.probes.iter().map(|probe| probe.failed).sum()
+    }
+}
+
+/// The idle time between two calls of the figure the breakdown uses: a function's process is
+/// idle between invocations, and its thread parks while its call is in flight.
+pub const GAP_US: u64 = 1_000;
+
+/// Measures both clients `rounds` times each, with [`GAP_US`] between calls and back to back.
+pub async fn measure(
+    program: &Path,
+    env: &[(String, String)],
+    rounds: u32,
+    calls: u32,
+    warmup: u32,
+) -> anyhow::Result<SdkCost> {
+    let mut cost = SdkCost {
+        command: format!(
+            "{} --client sdk|floor --calls {calls} --warmup {warmup} --gap-us {GAP_US}|0",
+            program.display()
+        ),
+        probes: Vec::new(),
+    };
+    for round in 0..rounds {
+        eprintln!("  SDK and floor: round {}/{rounds}", round + 1);
+        for gap_us in [GAP_US, 0] {
+            // Alternate which client goes first, so drift spreads over both.
+            let clients = if round % 2 == 0 {
+                ["sdk", "floor"]
+            } else {
+                ["floor", "sdk"]
+            };
+            for client in clients {
+                cost.probes
+                    .push(probe(program, env, client, calls, warmup, gap_us).await?);
+            }
+        }
+    }
+    Ok(cost)
+}
+
+async fn probe(
+    program: &Path,
+    env: &[(String, String)],
+    client: &str,
+    calls: u32,
+    warmup: u32,
+    gap_us: u64,
+) -> anyhow::Result<Probe> {
+    let output = tokio::process::Command::new(program)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .args(["--client", client])
+        .args(["--calls", &calls.to_string()])
+        .args(["--warmup", &warmup.to_string()])
+        .args(["--gap-us", &gap_us.to_string()])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("failed to run {}", program.display()))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{} --client {client} failed: {}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{} --client {client} printed no result", program.display()))
+}
