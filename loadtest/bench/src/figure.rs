@@ -217,6 +217,7 @@ mod tests {
                 rows: vec![Part2Row {
                     measured: load("follow", 160.0, 19.0),
                     aws_calls: Default::default(),
+                    redis_commands: 0,
                 }],
             }),
             sdk: None,
@@ -246,32 +247,43 @@ mod tests {
         }
         part2.rows[0].measured.cpu.function_ms = 0.5;
         part2.rows[0].aws_calls = [("DynamoDB_20120810.GetItem".to_owned(), 315)].into();
+        part2.rows[0].redis_commands = 210;
         results.sdk = Some(crate::sdk_cost::SdkCost {
             command: "sdk-floor".to_owned(),
-            // The SDK's median with gaps is 100 us; the floor's 40.
+            // The SDK's median with gaps is 100 us; the floor's 40; Redis's 10.
             probes: vec![
                 probe("sdk", GAP_US, 90.0),
                 probe("sdk", GAP_US, 100.0),
                 probe("sdk", GAP_US, 130.0),
                 probe("floor", GAP_US, 40.0),
+                probe("redis", GAP_US, 10.0),
                 probe("sdk", 0, 70.0),
                 probe("floor", 0, 30.0),
+                probe("redis", 0, 8.0),
             ],
         });
         let report = crate::report::render(&results, None, "functions.svg");
-        // own = 0.5 - 0.1 - 3 x 0.1 = 0.1 ms = 20%: met; ceiling 0.1 + 1.3 x 0.3 = 0.49 ms.
-        assert!(
-            report.contains(
-                "| follow | 0.500 | 0.100 | 3.00 | 0.300 | 0.100 | 20% | 0.490 | 1.02x ✗ |"
-            ),
-            "{report}"
-        );
-        assert!(
-            report.contains("| SDK / floor | 2.50x | | 2.33x | |"),
-            "{report}"
-        );
-        assert!(report.contains("own CPU at most 20% of its CPU per request (after hello-http's 0.100 ms and its AWS calls × the SDK's 0.100 ms): MET"), "{report}");
-        assert!(report.contains("the SDK's per-call cost: MISSED — worst follow at 0.500 ms against 0.490 ms (+2% against the bound); over: follow +2%"), "{report}");
+        // Calls: 3 x 0.1 + 2 x 0.01 = 0.32 ms; own = 0.5 - 0.1 - 0.32 = 0.08 ms = 16%;
+        // ceiling 0.1 + 1.3 x 0.32 = 0.516 ms.
+        for line in [
+            "| follow | 0.500 | 0.100 | 3.00 | 2.00 | 0.320 | 0.080 | 16% | 0.516 | 0.97x |",
+            "| SDK / floor | 2.50x | | 2.33x | |",
+            "| Redis `GET` | 10.0 | 20.0 | 8.0 | 16.0 |",
+            "own CPU at most 20% of its CPU per request (after hello-http's 0.100 ms, its AWS \
+             calls × the SDK's 0.100 ms and its Redis commands × 0.010 ms): MET — worst follow \
+             at 0.080 of 0.500 ms = 16%",
+            "Redis's): MET — worst follow at 0.500 ms against 0.516 ms (-3% against the bound)",
+        ] {
+            assert!(report.contains(line), "{line:?} missing from:\n{report}");
+        }
+        // The smallest call cost that breaks the ceiling: 0.55 ms is over it.
+        results.part2.as_mut().unwrap().rows[0]
+            .measured
+            .cpu
+            .function_ms = 0.55;
+        let report = crate::report::render(&results, None, "functions.svg");
+        assert!(report.contains("| 1.07x ✗ |"), "{report}");
+        assert!(report.contains("over: follow +7%"), "{report}");
     }
 
     #[test]

@@ -270,6 +270,7 @@ async fn part2(
         for spec in functions.iter().filter(|spec| is_http(spec)) {
             eprintln!("  {}", spec.binary);
             let calls_before = report::stub_calls(&args.stub_url).await.unwrap_or_default();
+            let redis_before = sdk_cost::redis_commands(&args.redis_url).await?;
             let mut row = report::Part2Row {
                 measured: throughput::measure(
                     &spec.binary,
@@ -281,7 +282,10 @@ async fn part2(
                 )
                 .await?,
                 aws_calls: BTreeMap::new(),
+                redis_commands: 0,
             };
+            // Less the one `INFO` of each count: it is not in the sum.
+            row.redis_commands = sdk_cost::redis_commands(&args.redis_url).await? - redis_before;
             let calls_after = report::stub_calls(&args.stub_url).await.unwrap_or_default();
             for (operation, count) in calls_after {
                 let delta = count - calls_before.get(&operation).copied().unwrap_or(0);

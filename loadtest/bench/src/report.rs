@@ -30,6 +30,9 @@ pub struct Part2Row {
     pub measured: Throughput,
     /// Calls the stub served during this function's load, by `X-Amz-Target`.
     pub aws_calls: BTreeMap<String, u64>,
+    /// Commands Redis served during this function's load (absent from older runs).
+    #[serde(default)]
+    pub redis_commands: u64,
 }
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -59,27 +62,37 @@ impl Part2 {
 }
 
 /// Where one function's CPU per request went (ms): hello-http's, its AWS calls at the SDK's
-/// per-call cost, and the rest, its own.
+/// per-call cost, its Redis commands at Redis's, and the rest, its own.
 struct Breakdown {
     cpu: f64,
     hello: f64,
     calls: f64,
     sdk: f64,
+    redis_commands: f64,
+    redis: f64,
 }
 
 impl Breakdown {
-    fn of(part2: &Part2, row: &Part2Row, sdk_ms: f64) -> Self {
+    fn of(part2: &Part2, row: &Part2Row, sdk: &SdkCost) -> Self {
         let calls: u64 = row.aws_calls.values().sum();
+        let requests = part2.requests_in_window(row);
         Self {
             cpu: row.measured.cpu.function_ms,
             hello: part2.hello_cpu_ms(),
-            calls: calls as f64 / part2.requests_in_window(row),
-            sdk: sdk_ms,
+            calls: calls as f64 / requests,
+            sdk: sdk.sdk_ms(),
+            redis_commands: row.redis_commands as f64 / requests,
+            redis: sdk.redis_ms(),
         }
     }
 
+    /// What the calls out cost: AWS's through the SDK, and Redis's.
+    fn calls_cost(&self) -> f64 {
+        self.calls * self.sdk + self.redis_commands * self.redis
+    }
+
     fn own(&self) -> f64 {
-        self.cpu - self.hello - self.calls * self.sdk
+        self.cpu - self.hello - self.calls_cost()
     }
 
     fn own_share(&self) -> f64 {
@@ -87,7 +100,7 @@ impl Breakdown {
     }
 
     fn ceiling(&self) -> f64 {
-        self.hello + SDK_CEILING_FACTOR * self.calls * self.sdk
+        self.hello + SDK_CEILING_FACTOR * self.calls_cost()
     }
 }
 
@@ -97,12 +110,7 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
     let rows: Vec<(&str, Breakdown)> = part2
         .rows
         .iter()
-        .map(|row| {
-            (
-                row.measured.binary.as_str(),
-                Breakdown::of(part2, row, sdk_ms),
-            )
-        })
+        .map(|row| (row.measured.binary.as_str(), Breakdown::of(part2, row, sdk)))
         .collect();
     let worst_share = rows
         .iter()
@@ -115,10 +123,11 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             .collect();
         let _ = writeln!(
             out,
-            "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms and its AWS calls × the SDK's {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}",
+            "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms, its AWS calls × the SDK's {:.3} ms and its Redis commands × {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}",
             OWN_SHARE_MAX * 100.0,
             part2.hello_cpu_ms(),
             sdk_ms,
+            sdk.redis_ms(),
             verdict(over.is_empty()),
             worst.own(),
             worst.cpu,
@@ -142,7 +151,7 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             .collect();
         let _ = writeln!(
             out,
-            "- CPU per request at most hello-http's + {SDK_CEILING_FACTOR} × AWS calls × the SDK's per-call cost: {} — worst {binary} at {:.3} ms against {:.3} ms ({:+.0}% against the bound){}",
+            "- CPU per request at most hello-http's + {SDK_CEILING_FACTOR} × (AWS calls × the SDK's per-call cost + Redis commands × Redis's): {} — worst {binary} at {:.3} ms against {:.3} ms ({:+.0}% against the bound){}",
             verdict(over.is_empty()),
             worst.cpu,
             worst.ceiling(),
@@ -161,7 +170,11 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
     let gap = sdk_cost::GAP_US;
     let (sdk_gap, floor_gap) = (sdk.cpu_us("sdk", gap), sdk.cpu_us("floor", gap));
     let (sdk_tight, floor_tight) = (sdk.cpu_us("sdk", 0), sdk.cpu_us("floor", 0));
-    let rounds = sdk.probes.len() / 4;
+    let rounds = sdk
+        .probes
+        .iter()
+        .filter(|probe| probe.client == "sdk" && probe.gap_us == gap)
+        .count();
     let _ = writeln!(
         out,
         "\n## Part 2, where the CPU goes: the SDK, its floor, and the functions' own\n\n\
@@ -170,13 +183,15 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
          alternating; CPU of every thread from `/proc/self/task/*/schedstat`, median of the \
          rounds): through the SDK as the functions configure it (`app::cloud::sdk_config`), \
          and through the floor, a hyper client sending the same request signed by the SDK's \
-         own SigV4 signer and parsing the answer, with no retries, timeouts or interceptors. \
+         own SigV4 signer and parsing the answer, with no retries, timeouts or interceptors; \
+         and one Redis `GET` on the functions' connection (`app::cloud::redis`). \
          Command: `{}`; failed calls: {}.\n\n\
          | client | CPU µs per call, {gap} µs idle between calls | wall µs | CPU µs per call, back to back | wall µs |\n\
          |---|---:|---:|---:|---:|\n\
          | SDK | {sdk_gap:.1} | {:.1} | {sdk_tight:.1} | {:.1} |\n\
          | floor: hyper + SigV4 | {floor_gap:.1} | {:.1} | {floor_tight:.1} | {:.1} |\n\
-         | SDK / floor | {:.2}x | | {:.2}x | |\n",
+         | SDK / floor | {:.2}x | | {:.2}x | |\n\
+         | Redis `GET` | {:.1} | {:.1} | {:.1} | {:.1} |\n",
         sdk.command,
         sdk.failed(),
         sdk.wall_us("sdk", gap),
@@ -185,32 +200,39 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
         sdk.wall_us("floor", 0),
         sdk_gap / floor_gap,
         sdk_tight / floor_tight,
+        sdk.cpu_us("redis", gap),
+        sdk.wall_us("redis", gap),
+        sdk.cpu_us("redis", 0),
+        sdk.wall_us("redis", 0),
     );
     let _ = writeln!(
         out,
         "Each function's CPU per request (part 2) = hello-http's (the mean of before and after, \
          {:.3} ms: the runtime, the event and the answer) + its AWS calls per request × the \
-         SDK's per-call cost with idle gaps ({:.3} ms) + what is left: the function's own (its \
-         routing, claims, validation, spans and logs, metrics line, Redis where it uses it, \
-         response). Targets: its own at most {:.0}% of its CPU; its CPU at most hello-http's + \
-         {SDK_CEILING_FACTOR} × calls × the SDK's per-call cost.\n\n\
-         | function | CPU ms per request | hello-http's | AWS calls | × SDK per call | own | own share | ceiling | CPU / ceiling |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|",
+         SDK's per-call cost with idle gaps ({:.3} ms) + its Redis commands per request (from \
+         `INFO commandstats` around its load) × Redis's per-command cost ({:.3} ms) + what is \
+         left: the function's own (its routing, claims, validation, spans and logs, metrics \
+         line, response). Targets: its own at most {:.0}% of its CPU; its CPU at most \
+         hello-http's + {SDK_CEILING_FACTOR} × what its calls cost.\n\n\
+         | function | CPU ms per request | hello-http's | AWS calls | Redis commands | × per-call costs | own | own share | ceiling | CPU / ceiling |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         part2.hello_cpu_ms(),
         sdk.sdk_ms(),
+        sdk.redis_ms(),
         OWN_SHARE_MAX * 100.0,
     );
     for row in &part2.rows {
-        let b = Breakdown::of(part2, row, sdk.sdk_ms());
+        let b = Breakdown::of(part2, row, sdk);
         let flag = |bad: bool| if bad { " ✗" } else { "" };
         let _ = writeln!(
             out,
-            "| {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {:.0}%{} | {:.3} | {:.2}x{} |",
+            "| {} | {:.3} | {:.3} | {:.2} | {:.2} | {:.3} | {:.3} | {:.0}%{} | {:.3} | {:.2}x{} |",
             row.measured.binary,
             b.cpu,
             b.hello,
             b.calls,
-            b.calls * b.sdk,
+            b.redis_commands,
+            b.calls_cost(),
             b.own(),
             b.own_share() * 100.0,
             flag(b.own_share() > OWN_SHARE_MAX),

@@ -1,10 +1,12 @@
 //! What one AWS call costs a function in CPU, measured in the same run as part 2 and against
 //! the same stub: the SDK as the functions configure it, and the floor under it (hyper and
 //! the SDK's SigV4 signer, nothing else), by the `sdk-floor` binary (`src/bin/sdk-floor.rs`),
-//! one process per measurement, the two clients alternating round by round.
+//! one process per measurement, the clients alternating round by round; and what one Redis
+//! command costs on the functions' connection.
 //!
 //! Part 2's breakdown reads a function's CPU per request as hello-http's + its AWS calls × the
-//! SDK's per-call cost here + what is left, which is the function's own.
+//! SDK's per-call cost here + its Redis commands × Redis's per-command cost + what is left,
+//! which is the function's own.
 
 use anyhow::Context;
 use std::path::Path;
@@ -56,6 +58,12 @@ impl SdkCost {
         self.cpu_us("sdk", GAP_US) / 1e3
     }
 
+    /// Redis's per-command cost, the same way (0 when it was not measured).
+    pub fn redis_ms(&self) -> f64 {
+        let us = self.cpu_us("redis", GAP_US);
+        if us.is_nan() { 0.0 } else { us / 1e3 }
+    }
+
     pub fn failed(&self) -> u32 {
         self.probes.iter().map(|probe| probe.failed).sum()
     }
@@ -75,7 +83,7 @@ pub async fn measure(
 ) -> anyhow::Result<SdkCost> {
     let mut cost = SdkCost {
         command: format!(
-            "{} --client sdk|floor --calls {calls} --warmup {warmup} --gap-us {GAP_US}|0",
+            "{} --client sdk|floor|redis --calls {calls} --warmup {warmup} --gap-us {GAP_US}|0",
             program.display()
         ),
         probes: Vec::new(),
@@ -85,9 +93,9 @@ pub async fn measure(
         for gap_us in [GAP_US, 0] {
             // Alternate which client goes first, so drift spreads over both.
             let clients = if round % 2 == 0 {
-                ["sdk", "floor"]
+                ["sdk", "floor", "redis"]
             } else {
-                ["floor", "sdk"]
+                ["redis", "floor", "sdk"]
             };
             for client in clients {
                 cost.probes
@@ -126,4 +134,40 @@ async fn probe(
     );
     serde_json::from_slice(&output.stdout)
         .with_context(|| format!("{} --client {client} printed no result", program.display()))
+}
+
+/// Commands Redis has served so far (`INFO commandstats`, every command but `INFO` itself).
+pub async fn redis_commands(url: &str) -> anyhow::Result<u64> {
+    let client = redis::Client::open(url)?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut connection)
+        .await?;
+    Ok(count_commands(&info))
+}
+
+/// The sum of `calls=` over `INFO commandstats`' lines, but `INFO`'s own.
+fn count_commands(info: &str) -> u64 {
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info:"))
+        .filter_map(|line| {
+            line.split([':', ','])
+                .find_map(|field| field.strip_prefix("calls="))?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redis_commands_are_counted_from_commandstats_without_info() {
+        let info = "# Commandstats\r\n\
+                    cmdstat_get:calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n\
+                    cmdstat_evalsha:calls=5,usec=100,usec_per_call=20.00,rejected_calls=0,failed_calls=0\r\n\
+                    cmdstat_info:calls=7,usec=70,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n";
+        assert_eq!(super::count_commands(info), 17);
+    }
 }

@@ -1,9 +1,10 @@
 //! `sdk-floor`: what one DynamoDB call costs a function's process in CPU, through the SDK
 //! as the functions configure it ([`app::cloud::sdk_config`]) and through the floor under
 //! it, a hyper client sending the same `GetItem` signed by the SDK's own SigV4 signer, against
-//! the same endpoint (the benchmark's `aws-stub`, which answers at once).
+//! the same endpoint (the benchmark's `aws-stub`, which answers at once); and what one Redis
+//! command costs through the functions' connection ([`app::cloud::redis`], a `GET`).
 //!
-//! `sdk-floor --client sdk|floor --calls N --warmup W --gap-us G` makes `W` unmeasured calls,
+//! `sdk-floor --client sdk|floor|redis --calls N --warmup W --gap-us G` makes `W` unmeasured calls,
 //! then `N` measured ones one after another on a `current_thread` runtime (as the functions
 //! run), sleeping `G` µs between calls: a function's process sits idle between invocations,
 //! and a call after an idle gap costs more than one in a tight loop (cold caches, a parked
@@ -33,7 +34,8 @@ const SK: &str = "PROFILE";
 
 #[derive(clap::Parser, Debug)]
 struct Args {
-    /// `sdk` (the functions' SDK configuration) or `floor` (hyper + SigV4).
+    /// `sdk` (the functions' SDK configuration), `floor` (hyper + SigV4) or `redis` (a `GET`
+    /// on the functions' Redis connection, `REDIS_URL`).
     #[arg(long)]
     client: String,
     #[arg(long, default_value_t = 5_000)]
@@ -168,6 +170,19 @@ impl Caller for Floor {
     }
 }
 
+struct Redis(redis::aio::ConnectionManager);
+
+impl Caller for Redis {
+    async fn call(&self) -> bool {
+        let mut connection = self.0.clone();
+        redis::cmd("GET")
+            .arg("bench:sdk-floor")
+            .query_async::<Option<String>>(&mut connection)
+            .await
+            .is_ok()
+    }
+}
+
 async fn measure(caller: &impl Caller, args: &Args) -> Measured {
     let gap = Duration::from_micros(args.gap_us);
     let mut failed = 0;
@@ -207,7 +222,11 @@ async fn main() -> anyhow::Result<()> {
             measure(&Sdk(aws_sdk_dynamodb::Client::new(&config)), &args).await
         }
         "floor" => measure(&Floor::from_env()?, &args).await,
-        other => anyhow::bail!("--client is sdk or floor, not {other:?}"),
+        "redis" => {
+            let url = std::env::var("REDIS_URL").context("REDIS_URL is not set")?;
+            measure(&Redis(app::cloud::redis(&url).await?), &args).await
+        }
+        other => anyhow::bail!("--client is sdk, floor or redis, not {other:?}"),
     };
     println!("{}", serde_json::to_string(&measured)?);
     Ok(())
