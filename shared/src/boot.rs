@@ -58,7 +58,9 @@ impl Boot {
 
     /// The one SDK configuration ([`cloud::sdk_config`]), loaded the first time it is asked for.
     pub async fn sdk_config(&self) -> &SdkConfig {
-        self.sdk_config.get_or_init(cloud::sdk_config).await
+        self.sdk_config
+            .get_or_init(|| async { self.must(cloud::sdk_config()) })
+            .await
     }
 
     /// The DynamoDB client, built from [`Self::sdk_config`] the first time it is asked for.

@@ -16,10 +16,15 @@
 
 use crate::config::{ConfigError, Env};
 use crate::seckill::payment::WebhookSecret;
+use aws_config::retry::RetryConfig;
 use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
 use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_types::service_config::{LoadServiceConfig, ServiceConfigKey};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Amazon Trust Services' roots (see `certs/README.md`): every AWS API endpoint's
@@ -51,22 +56,103 @@ pub fn timeouts() -> TimeoutConfig {
         .build()
 }
 
-/// Loads the shared SDK configuration from the environment.
+/// The shared SDK configuration, from the environment as Lambda gives it: the region
+/// (`AWS_REGION`, or `AWS_DEFAULT_REGION`), the execution role's credentials
+/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) and, locally, the
+/// endpoints (`AWS_ENDPOINT_URL`, and per service `AWS_ENDPOINT_URL_DYNAMODB`, ...). The local
+/// runner, the emulators' scripts and LocalStack's profile set the same variables.
 ///
-/// Every call is bounded by [`timeouts`] instead of stalled-stream protection. Its HTTPS client trusts Amazon's roots only, unless an endpoint override is `https://`
+/// Built by hand rather than by `aws_config`'s loader: its provider chains (profile files,
+/// SSO, web identity through STS, IMDS, ECS) look for what a Lambda function never has, built
+/// an STS client with its endpoint rules at every cold start, and were linked into every
+/// function. Retries are the SDK's standard ones; every call is bounded by [`timeouts`]
+/// instead of stalled-stream protection.
+///
+/// Its HTTPS client trusts Amazon's roots only, unless an endpoint override is `https://`
 /// (LocalStack, a proxy: any certificate), when it keeps the system's trust store. Reading
 /// the system store costs every cold start a few milliseconds (a file per certificate on
 /// some hosts) for endpoints whose chains always end at these five roots.
-pub async fn sdk_config() -> SdkConfig {
-    let loader = aws_config::defaults(BehaviorVersion::latest())
-        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
-        .timeout_config(timeouts());
-    let overrides_https = std::env::vars()
-        .any(|(name, value)| name.starts_with("AWS_ENDPOINT_URL") && value.starts_with("https:"));
-    if overrides_https {
-        return loader.load().await;
+pub fn sdk_config() -> Result<SdkConfig, ConfigError> {
+    let vars: BTreeMap<String, String> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("AWS_"))
+        .collect();
+    sdk_config_from(&vars)
+}
+
+/// [`sdk_config`] from these variables.
+fn sdk_config_from(vars: &BTreeMap<String, String>) -> Result<SdkConfig, ConfigError> {
+    let var = |name: &str| vars.get(name).filter(|value| !value.trim().is_empty());
+    let required = |name: &str| {
+        var(name).cloned().ok_or_else(|| ConfigError::Missing {
+            name: format!("{name} (Lambda sets it from the execution role)"),
+        })
+    };
+    let region = var("AWS_REGION")
+        .or_else(|| var("AWS_DEFAULT_REGION"))
+        .cloned()
+        .ok_or_else(|| ConfigError::Missing {
+            name: "AWS_REGION (or AWS_DEFAULT_REGION)".to_owned(),
+        })?;
+    let credentials = Credentials::new(
+        required("AWS_ACCESS_KEY_ID")?,
+        required("AWS_SECRET_ACCESS_KEY")?,
+        var("AWS_SESSION_TOKEN").cloned(),
+        None,
+        "Environment",
+    );
+    let endpoints = EndpointOverrides(
+        vars.iter()
+            .filter(|(name, value)| name.starts_with(ENDPOINT_VARIABLE) && !value.trim().is_empty())
+            .map(|(name, value)| (name.clone(), value.trim().to_owned()))
+            .collect(),
+    );
+    let http_client = if endpoints.0.values().any(|url| url.starts_with("https:")) {
+        system_https_client()
+    } else {
+        amazon_https_client()
+    };
+    let mut config = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .http_client(http_client)
+        .retry_config(RetryConfig::standard())
+        .timeout_config(timeouts())
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled());
+    if let Some(url) = endpoints.0.get(ENDPOINT_VARIABLE) {
+        config = config.endpoint_url(url);
     }
-    loader.http_client(amazon_https_client()).load().await
+    Ok(config.service_config(endpoints).build())
+}
+
+/// The variable of every service's endpoint; `<it>_<SERVICE ID>` is one service's.
+const ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL";
+
+/// The endpoint variables of the environment, read by each client as it is built: a
+/// service's own (`AWS_ENDPOINT_URL_DYNAMODB`) wins over the shared one, as with the SDK's
+/// loader.
+#[derive(Debug)]
+struct EndpointOverrides(BTreeMap<String, String>);
+
+impl LoadServiceConfig for EndpointOverrides {
+    fn load_config(&self, key: ServiceConfigKey<'_>) -> Option<String> {
+        // Only endpoints are read from here: the other per-service settings keep defaults.
+        if key.env() != ENDPOINT_VARIABLE {
+            return None;
+        }
+        let service = key.service_id().to_uppercase().replace(' ', "_");
+        self.0
+            .get(&format!("{ENDPOINT_VARIABLE}_{service}"))
+            .cloned()
+    }
+}
+
+/// The SDK's HTTPS client with the system's trust store, for `https://` endpoint overrides.
+fn system_https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+        .build_https()
 }
 
 /// The SDK's HTTPS client (rustls with aws-lc, as `default-https-client`) with a trust store
@@ -284,6 +370,85 @@ mod tests {
         }
         // Building the client with them must not panic.
         let _client = amazon_https_client();
+    }
+
+    fn vars<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
+        pairs
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect()
+    }
+
+    const LAMBDA: [(&str, &str); 4] = [
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("AWS_SESSION_TOKEN", "token"),
+    ];
+
+    #[test]
+    fn the_sdk_config_is_what_lambda_sets_in_the_environment() {
+        let config = sdk_config_from(&vars(LAMBDA)).unwrap();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(config.endpoint_url(), None);
+        assert!(config.credentials_provider().is_some());
+        assert_eq!(config.retry_config(), Some(&RetryConfig::standard()));
+        let timeouts = config.timeout_config().unwrap();
+        assert_eq!(timeouts.operation_attempt_timeout(), Some(ATTEMPT_TIMEOUT));
+        assert_eq!(timeouts.operation_timeout(), Some(OPERATION_TIMEOUT));
+        assert!(!config.stalled_stream_protection().unwrap().is_enabled());
+        let client = aws_sdk_dynamodb::Client::new(&config);
+        assert_eq!(
+            client.config().region().map(|r| r.as_ref()),
+            Some("eu-west-1")
+        );
+    }
+
+    #[test]
+    fn a_missing_region_or_key_is_named() {
+        let mut no_key = vars(LAMBDA);
+        no_key.remove("AWS_ACCESS_KEY_ID");
+        let err = sdk_config_from(&no_key).unwrap_err().to_string();
+        assert!(err.contains("AWS_ACCESS_KEY_ID"), "{err}");
+        let mut default_region = vars(LAMBDA);
+        default_region.remove("AWS_REGION");
+        default_region.insert("AWS_DEFAULT_REGION".to_owned(), "us-east-2".to_owned());
+        let config = sdk_config_from(&default_region).unwrap();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-2"));
+        default_region.remove("AWS_DEFAULT_REGION");
+        let err = sdk_config_from(&default_region).unwrap_err().to_string();
+        assert!(err.contains("AWS_REGION"), "{err}");
+    }
+
+    #[test]
+    fn a_service_endpoint_wins_over_the_shared_one() {
+        let mut local = vars(LAMBDA);
+        local.insert(
+            ENDPOINT_VARIABLE.to_owned(),
+            "http://127.0.0.1:4566".to_owned(),
+        );
+        local.insert(
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER".to_owned(),
+            "http://127.0.0.1:5000".to_owned(),
+        );
+        let config = sdk_config_from(&local).unwrap();
+        assert_eq!(config.endpoint_url(), Some("http://127.0.0.1:4566"));
+        let service = config.service_config().unwrap();
+        let endpoint = |service_id: &str| {
+            let key = ServiceConfigKey::builder()
+                .service_id(service_id)
+                .env(ENDPOINT_VARIABLE)
+                .profile("endpoint_url")
+                .build()
+                .unwrap();
+            service.load_config(key)
+        };
+        // The clients ask with their service ids; only Secrets Manager has its own.
+        assert_eq!(
+            endpoint("Secrets Manager").as_deref(),
+            Some("http://127.0.0.1:5000")
+        );
+        assert_eq!(endpoint("DynamoDB"), None);
     }
 
     #[test]

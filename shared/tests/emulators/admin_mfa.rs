@@ -55,7 +55,7 @@ async fn pool_with_user(cognito: &Client) -> (String, String, String) {
 #[tokio::test]
 async fn a_user_has_mfa_once_they_set_up_totp() {
     support::clients().await; // checks that the emulator's endpoint is set
-    let config = cloud::sdk_config().await;
+    let config = cloud::sdk_config().expect("the emulators' region and credentials");
     let cognito = Client::new(&config);
     let directory = CognitoMfaDirectory::from_config(&config);
     let (pool, client, username) = pool_with_user(&cognito).await;
@@ -111,7 +111,7 @@ async fn a_user_has_mfa_once_they_set_up_totp() {
 #[tokio::test]
 async fn an_unknown_user_is_an_error_not_a_user_without_mfa() {
     support::clients().await;
-    let config = cloud::sdk_config().await;
+    let config = cloud::sdk_config().expect("the emulators' region and credentials");
     let (pool, _, _) = pool_with_user(&Client::new(&config)).await;
     let directory = CognitoMfaDirectory::from_config(&config);
     let err = directory

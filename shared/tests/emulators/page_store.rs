@@ -10,7 +10,7 @@ use app::seckill::sale_page::{SalePages, page_key};
 #[tokio::test]
 async fn a_page_is_stored_as_html_under_its_path_and_replaced_when_written_again() {
     clients().await; // says so when the emulator is not configured
-    let s3 = cloud::s3_client(&cloud::sdk_config().await);
+    let s3 = cloud::s3_client(&cloud::sdk_config().expect("the emulators' region and credentials"));
     let bucket = unique("pages");
     s3.create_bucket()
         .bucket(&bucket)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 async fn elasticache() -> Client {
     std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL points at moto (`make test`)");
-    Client::new(&cloud::sdk_config().await)
+    Client::new(&cloud::sdk_config().expect("the emulators' region and credentials"))
 }
 
 /// A replication group shaped like `template.yaml`'s `RedisCache`; returns its id.
@@ -40,7 +40,9 @@ async fn create_replication_group(client: &Client) -> String {
 async fn the_failover_reconcile_sees_the_group_and_its_primary() {
     let client = elasticache().await;
     let id = create_replication_group(&client).await;
-    let control = ElastiCacheControl::new(&cloud::sdk_config().await);
+    let control = ElastiCacheControl::new(
+        &cloud::sdk_config().expect("the emulators' region and credentials"),
+    );
 
     let group = control.group(&id).await.unwrap();
 
@@ -52,7 +54,9 @@ async fn the_failover_reconcile_sees_the_group_and_its_primary() {
 
 #[tokio::test]
 async fn an_unknown_group_fails_naming_it() {
-    let control = ElastiCacheControl::new(&cloud::sdk_config().await);
+    let control = ElastiCacheControl::new(
+        &cloud::sdk_config().expect("the emulators' region and credentials"),
+    );
     let id = format!("rg-{}", uuid::Uuid::new_v4().simple());
 
     let err = control.group(&id).await.unwrap_err();

@@ -20,7 +20,7 @@ fn endpoint(name: &str) -> String {
 /// The AWS clients, pointed at the emulator by `AWS_ENDPOINT_URL` exactly as a function is.
 pub async fn clients() -> Clients {
     endpoint("AWS_ENDPOINT_URL");
-    Clients::new(&cloud::sdk_config().await)
+    Clients::new(&cloud::sdk_config().expect("the emulators' region and credentials"))
 }
 
 pub async fn redis() -> ConnectionManager {

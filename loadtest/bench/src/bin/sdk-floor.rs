@@ -218,7 +218,7 @@ async fn main() -> anyhow::Result<()> {
     let args = <Args as clap::Parser>::parse();
     let measured = match args.client.as_str() {
         "sdk" => {
-            let config = app::cloud::sdk_config().await;
+            let config = app::cloud::sdk_config()?;
             measure(&Sdk(aws_sdk_dynamodb::Client::new(&config)), &args).await
         }
         "floor" => measure(&Floor::from_env()?, &args).await,
