@@ -219,6 +219,7 @@ mod tests {
                     aws_calls: Default::default(),
                 }],
             }),
+            part3: None,
         }
     }
 
