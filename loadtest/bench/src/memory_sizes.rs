@@ -44,6 +44,9 @@ pub struct SizeRow {
     pub init_failures: u32,
     /// Each measured warm invocation: event handed over to response received.
     pub warm_ms: Vec<f64>,
+    /// CPU time the process used over the measured invocations (all its threads), ms: what
+    /// the share throttles. None where `/proc` could not tell.
+    pub cpu_ms: Option<f64>,
     pub invocations_failed: u32,
     pub first_error: Option<String>,
 }
@@ -55,6 +58,11 @@ impl SizeRow {
 
     pub fn warm(&self, p: f64) -> f64 {
         percentile(&self.warm_ms, p)
+    }
+
+    /// CPU time per measured invocation, ms.
+    pub fn cpu_per_invocation(&self) -> Option<f64> {
+        self.cpu_ms.map(|ms| ms / self.warm_ms.len() as f64)
     }
 
     pub fn warm_mean(&self) -> f64 {
@@ -201,7 +209,7 @@ pub async fn measure(
                     }
                 }
                 if run + 1 == shape.runs {
-                    serve(&subject, &session, shape, fixture, &mut row).await;
+                    serve(&subject, &session, child.id(), shape, fixture, &mut row).await;
                 }
                 cold_start::stop(child).await;
             }
@@ -222,11 +230,16 @@ pub async fn measure(
 async fn serve(
     subject: &Subject,
     session: &crate::runtime_api::Session,
+    pid: Option<u32>,
     shape: Shape,
     fixture: &Fixture,
     row: &mut SizeRow,
 ) {
+    let mut cpu_before = None;
     for i in 0..u64::from(shape.warmup + shape.invocations) {
+        if i == u64::from(shape.warmup) {
+            cpu_before = pid.and_then(process_cpu_ms);
+        }
         let Some((event, expected)) = cold_start::event(subject, fixture, i) else {
             break;
         };
@@ -249,6 +262,22 @@ async fn serve(
             }
         }
     }
+    let cpu_after = pid.and_then(process_cpu_ms);
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+        row.cpu_ms = Some(after - before);
+    }
+}
+
+/// CPU time of every thread of `pid` so far, ms, from each thread's `schedstat` (ns, unlike
+/// `/proc/<pid>/stat`'s 10 ms ticks).
+fn process_cpu_ms(pid: u32) -> Option<f64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut ns = 0u64;
+    for task in tasks {
+        let schedstat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += schedstat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 / 1e6)
 }
 
 fn is_baseline(binary: &str) -> bool {
@@ -321,7 +350,10 @@ pub fn render(out: &mut String, part3: &Part3, figure: &str) {
          million = ${PRICE_PER_MILLION_REQUESTS:.2} per million requests + \
          ${PRICE_PER_GB_SECOND} per GB-second (Lambda arm64, us-east-1, first tier), each \
          invocation's duration rounded up to the next 1 ms as Lambda bills it; warm \
-         invocations only. Init is billed too, once per cold start, so it stands beside the \
+         invocations only. CPU = the process's CPU time (all threads, `/proc/<pid>/task/*/schedstat`) \
+         over the measured invocations, per invocation: where the share binds, warm mean ≈ \
+         CPU × 1769 / MB. CPU per invocation itself tends to grow at the small sizes, so \
+         durations can grow by more than the ratio of two sizes. Init is billed too, once per cold start, so it stands beside the \
          cost. The recommendation: the size with the lowest warm cost per million; among the \
          sizes within {:.0}% of that cost, the one with the lowest warm p90. The request charge \
          dominates below a few ms, so more memory often costs little more and answers sooner.\n",
@@ -338,8 +370,8 @@ pub fn render(out: &mut String, part3: &Part3, figure: &str) {
     );
     let _ = writeln!(
         out,
-        "| binary | MB | init p50 ms | warm p50 ms | warm p90 ms | warm mean ms | billed mean ms | $ per million warm | failed | |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| binary | MB | init p50 ms | warm p50 ms | warm p90 ms | warm mean ms | CPU ms per invocation | billed mean ms | $ per million warm | failed | |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     let mut ordered: Vec<&FunctionSizes> = part3.functions.iter().collect();
     ordered.sort_by_key(|f| (!is_baseline(&f.binary), f.binary.clone()));
@@ -355,13 +387,15 @@ pub fn render(out: &mut String, part3: &Part3, figure: &str) {
             }
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.4} | {} | {} |",
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.2} | {:.4} | {} | {} |",
                 function.binary,
                 row.memory_mb,
                 row.init_p50(),
                 row.warm(0.5),
                 row.warm(0.9),
                 row.warm_mean(),
+                row.cpu_per_invocation()
+                    .map_or("n/a".to_owned(), |ms| format!("{ms:.3}")),
                 row.billed_mean_ms(),
                 row.cost_per_million(),
                 row.init_failures + row.invocations_failed,
@@ -581,7 +615,7 @@ mod tests {
             "about 14 ms published",
             "`get-user` (one DynamoDB `GetItem`) warm p50 at 128 MB: 10.00 ms",
             "](functions-memory.svg)",
-            "| get-user | 1769 | 10.00 | 0.60 | 0.70 | 0.60 | 1.00 | 0.2230 | 0 | table's pick |",
+            "| get-user | 1769 | 10.00 | 0.60 | 0.70 | 0.60 | n/a | 1.00 | 0.2230 | 0 | table's pick |",
             "| get-user | 128 |",
         ] {
             assert!(out.contains(text), "{text:?} missing from {out}");
