@@ -27,9 +27,9 @@
 # (`cargo lambda build --release`) and everything is linked into target/sam-build/.
 # --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; part 3
 # at 128 and 1769 MB for the baselines, get-user and notification-consumer only, 5
-# invocations each; ~40 s) written to .local/bench-fn/smoke/, for `make test`: it proves the
-# harness still runs and that every function still takes its happy path against the stub;
-# its figures mean nothing.
+# invocations each, about 5 s of it; ~30 s) written to .local/bench-fn/smoke/, for
+# `make test`: it proves the harness still runs and that every function still takes its
+# happy path against the stub; its figures mean nothing.
 #
 # Ports 3920-3929 on 127.0.0.1: stub 3920, runners 3921/3922, Runtime API 3923, moto 3928 and
 # redis 3929 (LOCAL_STATE .local/bench-fn). Everything started here is stopped by PID.
