@@ -8,11 +8,12 @@
 //! the group may run for `period × memory_mb / 1769`, then waits for the next period.
 //!
 //! The period is an assumption: Lambda does not publish how it meters the share. The default
-//! [`DEFAULT_PERIOD`] of 20 ms is a guess in the range of what Firecracker hosts are reported
-//! to use. It matters for short invocations: within one period a process runs at full speed
-//! until its quota is spent, so an invocation shorter than the quota pays nothing and a longer
-//! one stalls until the next period. Averages over many invocations follow the share whatever
-//! the period.
+//! [`DEFAULT_PERIOD`] of 20 ms is a choice, shorter than the kernel's 100 ms so that a small
+//! function's stalls stay short (at 128 MB, 1.4 ms of CPU then 18.6 ms of waiting, rather than
+//! 7 ms then 93 ms). It matters for short invocations: within one period a process runs at
+//! full speed until its quota is spent, so an invocation shorter than the quota pays nothing
+//! and a longer one stalls until the next period. Averages over many invocations follow the
+//! share whatever the period.
 //!
 //! Both cgroup hierarchies work, whichever [`Hierarchy::detect`] finds mounted: cgroup v1's
 //! `cpu` controller (`cpu.cfs_quota_us` and `cpu.cfs_period_us`) and cgroup v2 (`cpu.max`)
