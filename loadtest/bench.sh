@@ -9,19 +9,29 @@
 # its stripped size and peak memory; part 2, each HTTP function's throughput through the
 # local runner beside a hello-world lambda_http function, and where its CPU per request goes:
 # hello-http's, its AWS calls at the SDK's per-call cost (measured in the same run by
-# `sdk-floor`, beside the floor under the SDK: hyper + SigV4), and its own. Builds the release binaries
-# (`cargo build --release --workspace --bins`) and writes loadtest/results/functions.md, with
-# functions.svg beside it (every cold start; each route's latency distribution, p50 / p90 /
-# p99 and throughput share of hello-http's), linked from the report.
+# `sdk-floor`, beside the floor under the SDK: hyper + SigV4), and its own; part 3, every
+# binary of part 1 under the CPU share Lambda gives each memory size (a cgroup per process with a CFS quota of
+# size / 1769 MB vCPU; --memory-sizes, default 128,256,512,1024,1769): init, warm duration
+# p50 / p90 / mean over sequential invocations, cost per million requests at Lambda's arm64
+# prices and the size with the lowest cost (the fastest p90 within 10% of it) beside the
+# template's MemorySize. Part 3 needs a writable cgroup cpu controller (root; cgroup v1 cpu or
+# v2): without one it fails with the reason; --skip-memory-sizes leaves it out. Builds the
+# release binaries (`cargo build --release --workspace --bins`) and writes
+# loadtest/results/functions.md, with functions.svg beside it (every cold start; each route's
+# latency distribution, p50 / p90 / p99 and throughput share of hello-http's) and
+# functions-memory.svg (part 3: warm p50 and cost per million by memory size), both linked from
+# the report.
 #
 # --no-build: measure the release binaries already in target/release (a release build of
 # every function takes ~30 min on 2 cores); the report's command line says so.
 # --sam-build: measure the bootstraps that `make sam-build` left in .aws-sam/build (this machine's
 # architecture), i.e. what is deployed; the baselines and the harness are built the same way
 # (`cargo lambda build --release`) and everything is linked into target/sam-build/.
-# --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; ~25 s)
-# written to .local/bench-fn/smoke/, for `make test`: it proves the harness still runs and
-# that every function still takes its happy path against the stub; its figures mean nothing.
+# --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; part 3
+# at 128 and 1769 MB for the baselines, get-user and notification-consumer only, 5
+# invocations each, about 5 s of it; ~30 s) written to .local/bench-fn/smoke/, for
+# `make test`: it proves the harness still runs and that every function still takes its
+# happy path against the stub; its figures mean nothing.
 #
 # Ports 3920-3929 on 127.0.0.1: stub 3920, runners 3921/3922, Runtime API 3923, moto 3928 and
 # redis 3929 (LOCAL_STATE .local/bench-fn). Everything started here is stopped by PID.
@@ -84,7 +94,10 @@ if [[ $mode == smoke ]]; then
     work=.local/bench-fn/smoke
     infra/run-with-emulators.sh "$0" --with-emulators debug "$work" \
         --runs 1 --invocations 2 --instances 1 --concurrency 2 --requests 50 --warmup 5 \
-        --duration 5 --sdk-rounds 1 --sdk-calls 100 --sdk-warmup 10 --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
+        --duration 5 --sdk-rounds 1 --sdk-calls 100 --sdk-warmup 10 \
+        --memory-sizes 128,1769 --memory-runs 1 --memory-warmup 2 \
+        --memory-invocations 5 --memory-only get-user --memory-only notification-consumer \
+        --out "$work/functions.md" --command "loadtest/bench.sh functions --smoke" \
         --fail-off-happy-path "$@"
     echo "bench smoke: ok ($work/functions.md)"
 elif [[ $mode == sam-build ]]; then

@@ -1,6 +1,7 @@
 //! The whole local cloud: resolve the template, provision, start the functions, the HTTP API
 //! and the event sources; and stop all of it.
 
+use crate::cpu_quota::CpuQuota;
 use crate::dashboard::Dashboard;
 use crate::faults::{FaultPlan, Faults, proxy};
 use crate::gateway::{self, Route};
@@ -44,6 +45,9 @@ pub struct CloudOptions {
     /// Whether the HTTP API enforces the template's route throttling (`DefaultRouteSettings`,
     /// `RouteSettings`) as API Gateway does: on, unless a load test lifts it.
     pub route_throttling: bool,
+    /// Lambda's CPU share for each function instance (`up --lambda-cpu`): the CFS period of
+    /// its cgroup ([`crate::cpu_quota`]). None: the functions share the machine freely.
+    pub lambda_cpu: Option<std::time::Duration>,
 }
 
 /// Variables of the runner's own environment that the functions get too: where the
@@ -208,6 +212,15 @@ pub fn sam_env_vars(
 
 impl LocalCloud {
     pub async fn start(options: CloudOptions) -> anyhow::Result<Self> {
+        // First: a machine that cannot enforce the share fails before anything is created.
+        let cpu_quota = match options.lambda_cpu {
+            Some(period) => Some(Arc::new(CpuQuota::new(
+                &format!("local-cloud.{}", options.stack_name),
+                period,
+                "--lambda-cpu",
+            )?)),
+            None => None,
+        };
         let (mut model, mut context) = provision(&options).await?;
         let faults = Arc::new(Faults::new(&options.faults));
         context.faults = faults.clone();
@@ -223,6 +236,7 @@ impl LocalCloud {
                 env_overrides,
                 faults: faults.clone(),
                 dashboard: context.dashboard.clone(),
+                cpu_quota,
             },
         )
         .await

@@ -23,9 +23,12 @@
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 //! - [`check`]: `local-cloud check`, every function answering one invocation (`make sam-check`).
+//! - [`cpu_quota`]: Lambda's CPU share for a memory size, as a cgroup per process
+//!   (`local-cloud up --lambda-cpu`, the bench's durations by memory size).
 
 pub mod check;
 pub mod cloud;
+pub mod cpu_quota;
 pub mod dashboard;
 pub mod faults;
 pub mod gateway;

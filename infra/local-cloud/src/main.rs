@@ -58,6 +58,15 @@ enum Command {
             value_parser = parse_switch
         )]
         route_throttling: bool,
+        /// Give each function instance Lambda's CPU share for its MemorySize (1769 MB = one
+        /// vCPU, 128 MB = 0.072), so that durations read like Lambda's: a cgroup per process
+        /// (cgroup v1 cpu or v2 cpu.max; needs root). Off by default.
+        #[arg(long)]
+        lambda_cpu: bool,
+        /// The CFS period of --lambda-cpu. Lambda does not publish its own: 20 ms is an
+        /// assumption.
+        #[arg(long, value_name = "MS", default_value_t = 20, requires = "lambda_cpu")]
+        lambda_cpu_period_ms: u64,
     },
     /// Only create the template's tables and queues, e.g. in LocalStack for
     /// `sam local start-api`, and optionally write its `--env-vars` file.
@@ -141,6 +150,7 @@ impl StackArgs {
             disabled_sources: Vec::new(),
             faults: FaultPlan::default(),
             route_throttling: true,
+            lambda_cpu: None,
         }
     }
 }
@@ -295,10 +305,19 @@ async fn main() -> anyhow::Result<()> {
             faults,
             sqs_duplicate,
             route_throttling,
+            lambda_cpu,
+            lambda_cpu_period_ms,
         } => {
             let mut options = stack.options(address, instances, binaries_dir, quiet);
             options.disabled_sources = disabled_sources;
             options.route_throttling = route_throttling;
+            if lambda_cpu {
+                options.lambda_cpu = Some(Duration::from_millis(lambda_cpu_period_ms));
+                println!(
+                    "Lambda's CPU share per MemorySize: {lambda_cpu_period_ms} ms CFS period, \
+                     1769 MB = one vCPU"
+                );
+            }
             if !route_throttling {
                 println!("route throttling lifted: the template's route limits are not enforced");
             }
@@ -354,6 +373,30 @@ mod tests {
             } => Ok(route_throttling),
             _ => unreachable!("an up command"),
         }
+    }
+
+    fn lambda_cpu(args: &[&str]) -> Result<(bool, u64), clap::Error> {
+        let cli = Cli::try_parse_from(["local-cloud", "up"].iter().chain(args))?;
+        match cli.command {
+            Command::Up {
+                lambda_cpu,
+                lambda_cpu_period_ms,
+                ..
+            } => Ok((lambda_cpu, lambda_cpu_period_ms)),
+            _ => unreachable!("an up command"),
+        }
+    }
+
+    #[test]
+    fn lambda_cpu_is_off_unless_asked_for() {
+        assert_eq!(lambda_cpu(&[]).unwrap(), (false, 20));
+        assert_eq!(lambda_cpu(&["--lambda-cpu"]).unwrap(), (true, 20));
+        assert_eq!(
+            lambda_cpu(&["--lambda-cpu", "--lambda-cpu-period-ms", "100"]).unwrap(),
+            (true, 100)
+        );
+        // A period alone would be silently ignored: refused instead.
+        assert!(lambda_cpu(&["--lambda-cpu-period-ms", "100"]).is_err());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Longest an init may take before it counts as failed.
 const INIT_TIMEOUT: Duration = Duration::from_secs(10);
-const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A binary to measure and the environment it runs with.
 #[derive(Clone, Debug)]
@@ -85,10 +85,13 @@ fn stripped_size(program: &Path, scratch: &Path) -> Option<u64> {
     size
 }
 
-fn spawn(
+/// Starts `subject` against `runtime`; in `group` (Lambda's CPU share) when given, from its
+/// first instruction.
+pub(crate) fn spawn(
     subject: &Subject,
     runtime: &RuntimeApi,
     log: &Path,
+    group: Option<&local_cloud::cpu_quota::Group>,
 ) -> anyhow::Result<(tokio::process::Child, Instant)> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -109,6 +112,9 @@ fn spawn(
         .stdout(Stdio::null())
         .stderr(log)
         .kill_on_drop(true);
+    if let Some(group) = group {
+        group.confine(command.as_std_mut());
+    }
     let started = Instant::now();
     let child = command
         .spawn()
@@ -117,7 +123,7 @@ fn spawn(
 }
 
 /// Waits for the first poll; the init time, or why there is none.
-async fn init_time(
+pub(crate) async fn init_time(
     child: &mut tokio::process::Child,
     started: Instant,
     signals: &mut tokio::sync::mpsc::UnboundedReceiver<Signal>,
@@ -135,13 +141,13 @@ async fn init_time(
     }
 }
 
-async fn stop(mut child: tokio::process::Child) {
+pub(crate) async fn stop(mut child: tokio::process::Child) {
     let _ = child.start_kill();
     let _ = child.wait().await;
 }
 
 /// Whether one invocation's answer is the function's happy path.
-fn judge(subject: &Subject, expected: u16, outcome: Outcome) -> Result<(), String> {
+pub(crate) fn judge(subject: &Subject, expected: u16, outcome: Outcome) -> Result<(), String> {
     match outcome {
         Outcome::Error(body) => Err(format!(
             "function error: {}",
@@ -167,6 +173,20 @@ fn judge(subject: &Subject, expected: u16, outcome: Outcome) -> Result<(), Strin
                 ))
             }
         }
+    }
+}
+
+/// Event `i` of `subject`'s happy path and the HTTP status it answers (0 for a batch);
+/// `None` for a binary that has no scenario.
+pub(crate) fn event(
+    subject: &Subject,
+    fixture: &Fixture,
+    i: u64,
+) -> Option<(serde_json::Value, u16)> {
+    if subject.http {
+        scenarios::http_call(&subject.binary, fixture, i).map(|call| (call.event(), call.expected))
+    } else {
+        scenarios::event_batch(&subject.binary, fixture, i).map(|event| (event, 0))
     }
 }
 
@@ -203,7 +223,7 @@ pub async fn measure(
             let result = results.get_mut(&subject.binary).expect("every subject");
             let mut session = runtime.session();
             let log = logs.join(format!("{}.log", subject.binary));
-            let (mut child, started) = spawn(subject, runtime, &log)?;
+            let (mut child, started) = spawn(subject, runtime, &log, None)?;
             match init_time(&mut child, started, &mut session.signals).await {
                 Ok(init) => result.init_ms.push(init.as_secs_f64() * 1e3),
                 Err(err) => {
@@ -219,23 +239,15 @@ pub async fn measure(
         let result = results.get_mut(&subject.binary).expect("every subject");
         let mut session = runtime.session();
         let log = logs.join(format!("{}.log", subject.binary));
-        let (mut child, started) = spawn(subject, runtime, &log)?;
+        let (mut child, started) = spawn(subject, runtime, &log, None)?;
         if let Err(err) = init_time(&mut child, started, &mut session.signals).await {
             result.first_error.get_or_insert(err);
             stop(child).await;
             continue;
         }
         for i in 0..u64::from(invocations) {
-            let (event, expected) = if subject.http {
-                match scenarios::http_call(&subject.binary, fixture, i) {
-                    Some(call) => (call.event(), call.expected),
-                    None => break,
-                }
-            } else {
-                match scenarios::event_batch(&subject.binary, fixture, i) {
-                    Some(event) => (event, 0),
-                    None => break,
-                }
+            let Some((event, expected)) = event(subject, fixture, i) else {
+                break;
             };
             let verdict = match session
                 .invoke(Bytes::from(event.to_string()), INVOKE_TIMEOUT)

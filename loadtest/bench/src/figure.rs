@@ -221,6 +221,7 @@ mod tests {
                 }],
             }),
             sdk: None,
+            part3: None,
         }
     }
 

@@ -12,12 +12,18 @@
 //!   each function's CPU per request goes ([`sdk_cost`]): hello-http's, its AWS calls at the
 //!   SDK's per-call cost measured in the same run by `sdk-floor` (beside the floor under the
 //!   SDK, hyper + SigV4), and the rest, its own.
+//! - Part 3 ([`memory_sizes`]): every binary of part 1 under the CPU share Lambda gives each
+//!   of `--memory-sizes` (a cgroup per process, `local_cloud::cpu_quota`; 1769 MB = one
+//!   vCPU): init, warm duration over sequential invocations (p50 / p90 / mean), cost per
+//!   million requests at Lambda's arm64 prices, and the size the table recommends beside
+//!   the template's `MemorySize`. Needs a writable cgroup cpu controller (root).
 //!
 //! Every AWS call goes to `aws-stub` (answers at once, canned data); Redis is a real
 //! `redis-server`. `loadtest/bench.sh functions` starts both and runs this.
 
 mod cold_start;
 mod figure;
+mod memory_sizes;
 mod report;
 mod runtime_api;
 mod scenarios;
@@ -96,6 +102,28 @@ pub struct Args {
     /// Only part 1.
     #[arg(long)]
     skip_throughput: bool,
+    /// No part 3 (it needs a writable cgroup cpu controller).
+    #[arg(long)]
+    skip_memory_sizes: bool,
+    /// Part 3's memory sizes, MB, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "128,256,512,1024,1769")]
+    memory_sizes: Vec<u32>,
+    /// Part 3's cold starts per binary and size (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    memory_runs: u32,
+    /// Part 3's measured warm invocations per binary and size.
+    #[arg(long, default_value_t = 200)]
+    memory_invocations: u32,
+    /// Part 3's unmeasured invocations before them.
+    #[arg(long, default_value_t = 20)]
+    memory_warmup: u32,
+    /// Part 3 measures only these binaries (repeatable; the baselines always run): the smoke
+    /// run's subset.
+    #[arg(long = "memory-only", value_name = "BINARY")]
+    memory_only: Vec<String>,
+    /// The CFS period of part 3's cgroups, ms. Lambda does not publish its own: an assumption.
+    #[arg(long, default_value_t = 20)]
+    cpu_period_ms: u64,
     /// Measure only these binaries (repeatable; the baselines always run), e.g. to profile one.
     #[arg(long = "only", value_name = "BINARY")]
     only: Vec<String>,
@@ -320,6 +348,16 @@ fn draw_figure(results: &report::Results, out: &Path) -> anyhow::Result<String> 
     let path = out.with_extension("svg");
     plot::write(&path, &figure::title(results), &figure::panels(results))?;
     eprintln!("figure written to {}", path.display());
+    if let Some(part3) = &results.part3 {
+        let name = path.file_name().context("the figure has a file name")?;
+        let memory = path.with_file_name(report::memory_figure(&name.to_string_lossy()));
+        plot::write(
+            &memory,
+            &memory_sizes::title(part3, &results.run.date),
+            &memory_sizes::panels(part3),
+        )?;
+        eprintln!("figure written to {}", memory.display());
+    }
     Ok(path
         .file_name()
         .context("the report has a file name")?
@@ -349,7 +387,12 @@ async fn main() -> anyhow::Result<()> {
         )?;
         print!(
             "{}",
-            report::summary(&results.part1, results.part2.as_ref(), results.sdk.as_ref())
+            report::summary(
+                &results.part1,
+                results.part2.as_ref(),
+                results.sdk.as_ref(),
+                results.part3.as_ref()
+            )
         );
         eprintln!("written to {}", args.out.display());
         return Ok(());
@@ -364,6 +407,21 @@ async fn main() -> anyhow::Result<()> {
         !args.redis_url.is_empty(),
         "--redis-url (or REDIS_URL) is required to measure"
     );
+    anyhow::ensure!(
+        args.skip_memory_sizes
+            || (!args.memory_sizes.is_empty() && !args.memory_sizes.contains(&0)),
+        "--memory-sizes needs at least one size, none of them 0"
+    );
+    // Before anything is measured: a machine that cannot enforce Lambda's CPU share fails now.
+    let cpu_quota = if args.skip_memory_sizes {
+        None
+    } else {
+        Some(local_cloud::cpu_quota::CpuQuota::new(
+            &format!("bench.{}", std::process::id()),
+            Duration::from_millis(args.cpu_period_ms),
+            "part 3 (--skip-memory-sizes)",
+        )?)
+    };
     let run = report::RunInfo::now(
         &args.command,
         args.runs,
@@ -416,6 +474,51 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
 
+    let part3 = match &cpu_quota {
+        Some(quota) => {
+            let measured: Vec<cold_start::Subject> = subjects
+                .iter()
+                .filter(|s| {
+                    s.binary.starts_with("hello-")
+                        || args.memory_only.is_empty()
+                        || args.memory_only.contains(&s.binary)
+                })
+                .cloned()
+                .collect();
+            let template_mb: BTreeMap<String, u32> = functions
+                .iter()
+                .map(|spec| (spec.binary.clone(), spec.memory_mb))
+                .collect();
+            eprintln!(
+                "part 3: {} binaries at {:?} MB, {} cold starts and {} + {} invocations each",
+                measured.len(),
+                args.memory_sizes,
+                args.memory_runs,
+                args.memory_warmup,
+                args.memory_invocations
+            );
+            let shape = memory_sizes::Shape {
+                runs: args.memory_runs.max(1),
+                warmup: args.memory_warmup,
+                invocations: args.memory_invocations,
+            };
+            Some(
+                memory_sizes::measure(
+                    &measured,
+                    &template_mb,
+                    quota,
+                    &runtime,
+                    &args.memory_sizes,
+                    shape,
+                    &fixture,
+                    &args.work_dir,
+                )
+                .await?,
+            )
+        }
+        None => None,
+    };
+
     let (sdk, part2) = if args.skip_throughput {
         (None, None)
     } else {
@@ -442,6 +545,7 @@ async fn main() -> anyhow::Result<()> {
         part1,
         part2,
         sdk,
+        part3,
     };
     std::fs::write(
         args.work_dir.join("functions.json"),
@@ -452,9 +556,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let figure = draw_figure(&results, &args.out)?;
     let text = report::render(&results, notes.as_deref(), &figure);
-    let (part1, part2, sdk) = (results.part1, results.part2, results.sdk);
+    let (part1, part2, sdk, part3) = (results.part1, results.part2, results.sdk, results.part3);
     std::fs::write(&args.out, &text)?;
-    print!("{}", report::summary(&part1, part2.as_ref(), sdk.as_ref()));
+    print!(
+        "{}",
+        report::summary(&part1, part2.as_ref(), sdk.as_ref(), part3.as_ref())
+    );
     eprintln!("written to {}", args.out.display());
     if args.fail_off_happy_path {
         let sdk_failures = sdk.as_ref().map_or(0, sdk_cost::SdkCost::failed);
@@ -472,6 +579,12 @@ async fn main() -> anyhow::Result<()> {
             + part2.as_ref().map_or(0, |part2| {
                 part2.hello.iter().map(|h| h.report.unexpected).sum()
             });
+        let init_failures =
+            init_failures + part3.as_ref().map_or(0, memory_sizes::Part3::init_failures);
+        let invocation_failures = invocation_failures
+            + part3
+                .as_ref()
+                .map_or(0, memory_sizes::Part3::invocations_failed);
         anyhow::ensure!(
             init_failures + invocation_failures == 0 && unexpected == 0,
             "off the happy path: {init_failures} init failures, {invocation_failures} failed \

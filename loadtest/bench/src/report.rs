@@ -2,6 +2,7 @@
 //! met or missed and by how much.
 
 use crate::cold_start::ColdStart;
+use crate::memory_sizes::{self, Part3};
 use crate::sdk_cost::{self, SdkCost};
 use crate::throughput::Throughput;
 use bytes::Bytes;
@@ -298,7 +299,12 @@ fn is_baseline(binary: &str) -> bool {
 }
 
 /// One line per target: met or missed, the worst case and the margin.
-pub fn summary(part1: &[ColdStart], part2: Option<&Part2>, sdk: Option<&SdkCost>) -> String {
+pub fn summary(
+    part1: &[ColdStart],
+    part2: Option<&Part2>,
+    sdk: Option<&SdkCost>,
+    part3: Option<&Part3>,
+) -> String {
     let mut out = String::new();
     let floor = part1
         .iter()
@@ -415,6 +421,9 @@ pub fn summary(part1: &[ColdStart], part2: Option<&Part2>, sdk: Option<&SdkCost>
             breakdown_summary(&mut out, part2, sdk);
         }
     }
+    if let Some(part3) = part3 {
+        memory_sizes::summary(&mut out, part3);
+    }
     out
 }
 
@@ -494,6 +503,9 @@ pub struct Results {
     /// The SDK's per-call cost and its floor (absent from runs before it was measured).
     #[serde(default)]
     pub sdk: Option<SdkCost>,
+    /// Absent from runs saved before part 3 existed, and when it was skipped.
+    #[serde(default)]
+    pub part3: Option<Part3>,
 }
 
 /// The whole report; `figure` is the file name of its SVG, beside it.
@@ -521,7 +533,7 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
         run.command,
         run.load_average.first().map_or("unknown", String::as_str),
         run.load_average.get(1).map_or("unknown", String::as_str),
-        summary(part1, part2, results.sdk.as_ref())
+        summary(part1, part2, results.sdk.as_ref(), results.part3.as_ref())
     );
     let _ = writeln!(
         out,
@@ -679,6 +691,9 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
             render_breakdown(&mut out, part2, sdk);
         }
     }
+    if let Some(part3) = &results.part3 {
+        memory_sizes::render(&mut out, part3, &memory_figure(figure));
+    }
     let _ = writeln!(
         out,
         "\nRaw figures: `{}/functions.json` (not committed); `bench --from-json` renders them again.",
@@ -688,6 +703,12 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
         let _ = writeln!(out, "\n{}", notes.trim_end());
     }
     out
+}
+
+/// Part 3's figure beside the report's: `functions.svg` → `functions-memory.svg`.
+pub fn memory_figure(figure: &str) -> String {
+    let stem = figure.strip_suffix(".svg").unwrap_or(figure);
+    format!("{stem}-memory.svg")
 }
 
 /// `heading` and `items` joined by `separator`, as a line of `out`, unless there is no item.

@@ -10,6 +10,7 @@
 use super::api::{self, Generation, Init};
 use super::console::{self, note};
 use super::{FunctionShared, Invocation, InvokeError, ids};
+use crate::cpu_quota::{CpuQuota, Group};
 use std::io;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -40,6 +41,10 @@ pub(crate) struct InstanceSpec {
     pub(crate) env: Arc<Vec<(String, String)>>,
     /// `[Function#n] `, before each line the process prints.
     pub(crate) prefix: Arc<[u8]>,
+    /// The function's `MemorySize`, for its CPU share.
+    pub(crate) memory_mb: u32,
+    /// Where each process gets its CPU-share cgroup, when Lambda's share is enforced.
+    pub(crate) cpu_quota: Option<Arc<CpuQuota>>,
 }
 
 enum End {
@@ -135,7 +140,19 @@ async fn run_process(
         }
     };
     let _api = AbortOnDrop(tokio::spawn(api::serve(listener, generation.clone())));
-    let mut child = match spawn(spec, port) {
+    // Declared before the child, so dropped after it: every path below has waited for the
+    // process by then, and the group can go.
+    let group = match &spec.cpu_quota {
+        Some(quota) => {
+            let label = format!("{}-{}", spec.function.name, spec.index);
+            match quota.group(&label, spec.memory_mb) {
+                Ok(group) => Some(group),
+                Err(error) => return fail_init(spec, &generation, first_init, &error.to_string()),
+            }
+        }
+        None => None,
+    };
+    let mut child = match spawn(spec, port, group.as_ref()) {
         Ok(child) => child,
         Err(error) => {
             let message = format!("cannot start {}: {error}", spec.program.display());
@@ -307,7 +324,7 @@ fn abandon(generation: &Generation) {
     }
 }
 
-fn spawn(spec: &InstanceSpec, port: u16) -> io::Result<Child> {
+fn spawn(spec: &InstanceSpec, port: u16, group: Option<&Group>) -> io::Result<Child> {
     let mut command = Command::new(&spec.program);
     command
         .env_clear()
@@ -322,6 +339,9 @@ fn spawn(spec: &InstanceSpec, port: u16) -> io::Result<Child> {
         // instead of watching them all die and restarting them.
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(group) = group {
+        group.confine(command.as_std_mut());
+    }
     command.spawn()
 }
 

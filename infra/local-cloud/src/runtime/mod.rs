@@ -15,6 +15,7 @@ mod console;
 pub(crate) mod ids;
 mod instance;
 
+use crate::cpu_quota::CpuQuota;
 use crate::dashboard::{Dashboard, FunctionStats, Outcome, now_second};
 use crate::faults::Faults;
 use crate::model::FunctionSpec;
@@ -57,6 +58,9 @@ pub struct RuntimeOptions {
     pub faults: Arc<Faults>,
     /// Where every invocation and every metric line the functions print is recorded.
     pub dashboard: Arc<Dashboard>,
+    /// Lambda's CPU share: each process runs in a cgroup of its own with the share of its
+    /// function's `MemorySize`. None: the processes share the machine freely.
+    pub cpu_quota: Option<Arc<CpuQuota>>,
 }
 
 /// Why an invocation has no response.
@@ -203,6 +207,8 @@ impl Runtime {
                     working_dir: task_root.clone(),
                     env: env.clone(),
                     prefix: format!("[{}#{index}] ", spec.name).into_bytes().into(),
+                    memory_mb: spec.memory_mb,
+                    cpu_quota: options.cpu_quota.clone(),
                 };
                 supervisors.push(tokio::spawn(instance::supervise(
                     instance,

@@ -46,6 +46,7 @@ pub fn options(stack: &str) -> CloudOptions {
         disabled_sources: Vec::new(),
         faults: Default::default(),
         route_throttling: true,
+        lambda_cpu: None,
     }
 }
 

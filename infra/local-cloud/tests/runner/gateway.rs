@@ -139,6 +139,7 @@ async fn spawn_api_in(
             env_overrides: BTreeMap::new(),
             faults: Default::default(),
             dashboard: dashboard.clone(),
+            cpu_quota: None,
         },
     )
     .await

@@ -61,6 +61,7 @@ pub async fn start_fixture_cloud() -> LocalCloud {
         disabled_sources: Vec::new(),
         faults: Default::default(),
         route_throttling: true,
+        lambda_cpu: None,
     })
     .await
     .expect("the fixture cloud starts")

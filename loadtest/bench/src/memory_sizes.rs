@@ -1,0 +1,655 @@
+//! Part 3: Lambda durations by memory size. Every binary of part 1 runs with the CPU share
+//! Lambda gives each `--memory-sizes` size (a cgroup per process, `local_cloud::cpu_quota`):
+//! its init (spawn to first poll) and its warm duration over sequential happy-path
+//! invocations, with what a million such requests cost at Lambda's arm64 prices, and the size
+//! that the table recommends beside the template's `MemorySize`.
+
+use crate::cold_start::{self, INVOKE_TIMEOUT, Subject, percentile};
+use crate::runtime_api::RuntimeApi;
+use crate::scenarios::Fixture;
+use bytes::Bytes;
+use local_cloud::cpu_quota::CpuQuota;
+use plot::{Panel, Series};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+/// Lambda arm64, us-east-1, first tier: per request and per GB-second.
+pub const PRICE_PER_MILLION_REQUESTS: f64 = 0.20;
+pub const PRICE_PER_GB_SECOND: f64 = 0.000_013_333_4;
+/// Sizes whose warm cost is within this share of the lowest compete on warm p90.
+pub const COST_TOLERANCE: f64 = 0.10;
+/// The public figures the 128 MB rows are read against.
+const LAMBDA_HELLO_INIT_MS: f64 = 14.0;
+const LAMBDA_CRUD_WARM_P50_MS: f64 = 5.0;
+/// The function compared with the public DynamoDB CRUD figure: one `GetItem` per request.
+const CRUD_FUNCTION: &str = "get-user";
+
+/// How part 3 measures each binary at each size.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub runs: u32,
+    pub warmup: u32,
+    pub invocations: u32,
+}
+
+/// One binary at one memory size.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SizeRow {
+    pub memory_mb: u32,
+    /// Each cold start: spawn to first poll, under the size's share.
+    pub init_ms: Vec<f64>,
+    pub init_failures: u32,
+    /// Each measured warm invocation: event handed over to response received.
+    pub warm_ms: Vec<f64>,
+    /// CPU time the process used over the measured invocations (all its threads), ms: what
+    /// the share throttles. None where `/proc` could not tell.
+    pub cpu_ms: Option<f64>,
+    pub invocations_failed: u32,
+    pub first_error: Option<String>,
+}
+
+impl SizeRow {
+    pub fn init_p50(&self) -> f64 {
+        percentile(&self.init_ms, 0.5)
+    }
+
+    pub fn warm(&self, p: f64) -> f64 {
+        percentile(&self.warm_ms, p)
+    }
+
+    /// CPU time per measured invocation, ms.
+    pub fn cpu_per_invocation(&self) -> Option<f64> {
+        self.cpu_ms.map(|ms| ms / self.warm_ms.len() as f64)
+    }
+
+    pub fn warm_mean(&self) -> f64 {
+        self.warm_ms.iter().sum::<f64>() / self.warm_ms.len() as f64
+    }
+
+    /// Lambda bills each invocation's duration rounded up to the next millisecond.
+    pub fn billed_mean_ms(&self) -> f64 {
+        self.warm_ms.iter().map(|ms| ms.ceil()).sum::<f64>() / self.warm_ms.len() as f64
+    }
+
+    /// Dollars per million warm invocations: the request charge plus the billed GB-seconds.
+    pub fn cost_per_million(&self) -> f64 {
+        cost_per_million(self.memory_mb, self.billed_mean_ms())
+    }
+}
+
+/// Dollars per million invocations of `memory_mb` each billed `billed_ms`.
+pub fn cost_per_million(memory_mb: u32, billed_ms: f64) -> f64 {
+    let gb_seconds = f64::from(memory_mb) / 1024.0 * billed_ms / 1000.0;
+    PRICE_PER_MILLION_REQUESTS + 1e6 * gb_seconds * PRICE_PER_GB_SECOND
+}
+
+/// One binary at every size.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct FunctionSizes {
+    pub binary: String,
+    /// The template's `MemorySize`; none for the baselines.
+    pub template_mb: Option<u32>,
+    pub sizes: Vec<SizeRow>,
+}
+
+impl FunctionSizes {
+    /// The size with the lowest warm cost per million; among the sizes within
+    /// [`COST_TOLERANCE`] of that cost, the one with the lowest warm p90 (the smaller on a tie).
+    pub fn recommended(&self) -> Option<&SizeRow> {
+        let measured: Vec<&SizeRow> = self
+            .sizes
+            .iter()
+            .filter(|row| !row.warm_ms.is_empty() && row.invocations_failed == 0)
+            .collect();
+        let lowest = measured
+            .iter()
+            .map(|row| row.cost_per_million())
+            .min_by(f64::total_cmp)?;
+        measured
+            .into_iter()
+            .filter(|row| row.cost_per_million() <= lowest * (1.0 + COST_TOLERANCE))
+            .min_by(|a, b| {
+                a.warm(0.9)
+                    .total_cmp(&b.warm(0.9))
+                    .then(a.memory_mb.cmp(&b.memory_mb))
+            })
+    }
+
+    fn at(&self, memory_mb: u32) -> Option<&SizeRow> {
+        self.sizes.iter().find(|row| row.memory_mb == memory_mb)
+    }
+}
+
+/// What part 3 measured.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Part3 {
+    /// The CFS period of the cgroups, ms.
+    pub period_ms: f64,
+    pub sizes: Vec<u32>,
+    pub runs: u32,
+    pub warmup: u32,
+    pub invocations: u32,
+    pub functions: Vec<FunctionSizes>,
+}
+
+impl Part3 {
+    pub fn init_failures(&self) -> u32 {
+        self.rows().map(|row| row.init_failures).sum()
+    }
+
+    pub fn invocations_failed(&self) -> u32 {
+        self.rows().map(|row| row.invocations_failed).sum()
+    }
+
+    fn rows(&self) -> impl Iterator<Item = &SizeRow> {
+        self.functions.iter().flat_map(|f| f.sizes.iter())
+    }
+}
+
+/// `subject`'s environment with Lambda's memory size variable at `memory_mb`.
+fn at_size(subject: &Subject, memory_mb: u32) -> Subject {
+    let mut subject = subject.clone();
+    for (name, value) in &mut subject.env {
+        if name == "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" {
+            *value = memory_mb.to_string();
+        }
+    }
+    subject
+}
+
+/// Measures every subject at every size: `runs` cold starts each in a group of that size's
+/// share, the last of which then serves `warmup` unmeasured and `invocations` measured
+/// events, one at a time, back to back. `template_mb` has each function's `MemorySize`.
+#[allow(clippy::too_many_arguments)]
+pub async fn measure(
+    subjects: &[Subject],
+    template_mb: &BTreeMap<String, u32>,
+    quota: &CpuQuota,
+    runtime: &RuntimeApi,
+    sizes: &[u32],
+    shape: Shape,
+    fixture: &Fixture,
+    work_dir: &Path,
+) -> anyhow::Result<Part3> {
+    let logs = work_dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let mut functions: Vec<FunctionSizes> = subjects
+        .iter()
+        .map(|subject| FunctionSizes {
+            binary: subject.binary.clone(),
+            template_mb: template_mb.get(&subject.binary).copied(),
+            sizes: Vec::new(),
+        })
+        .collect();
+    for &memory_mb in sizes {
+        eprintln!("  {memory_mb} MB");
+        for (subject, function) in subjects.iter().zip(&mut functions) {
+            let subject = at_size(subject, memory_mb);
+            let log = logs.join(format!("{}.log", subject.binary));
+            let mut row = SizeRow {
+                memory_mb,
+                ..SizeRow::default()
+            };
+            for run in 0..shape.runs {
+                // Declared before the child: removed once the child is stopped.
+                let group = quota.group(&subject.binary, memory_mb)?;
+                let mut session = runtime.session();
+                let (mut child, started) =
+                    cold_start::spawn(&subject, runtime, &log, Some(&group))?;
+                match cold_start::init_time(&mut child, started, &mut session.signals).await {
+                    Ok(init) => row.init_ms.push(init.as_secs_f64() * 1e3),
+                    Err(err) => {
+                        row.init_failures += 1;
+                        row.first_error.get_or_insert(err);
+                        cold_start::stop(child).await;
+                        continue;
+                    }
+                }
+                if run + 1 == shape.runs {
+                    serve(&subject, &session, child.id(), shape, fixture, &mut row).await;
+                }
+                cold_start::stop(child).await;
+            }
+            function.sizes.push(row);
+        }
+    }
+    Ok(Part3 {
+        period_ms: quota.period().as_secs_f64() * 1e3,
+        sizes: sizes.to_vec(),
+        runs: shape.runs,
+        warmup: shape.warmup,
+        invocations: shape.invocations,
+        functions,
+    })
+}
+
+/// The warm invocations of one process, timed from handing over the event to the response.
+async fn serve(
+    subject: &Subject,
+    session: &crate::runtime_api::Session,
+    pid: Option<u32>,
+    shape: Shape,
+    fixture: &Fixture,
+    row: &mut SizeRow,
+) {
+    let mut cpu_before = None;
+    for i in 0..u64::from(shape.warmup + shape.invocations) {
+        if i == u64::from(shape.warmup) {
+            cpu_before = pid.and_then(process_cpu_ms);
+        }
+        let Some((event, expected)) = cold_start::event(subject, fixture, i) else {
+            break;
+        };
+        let event = Bytes::from(event.to_string());
+        let started = Instant::now();
+        let outcome = session.invoke(event, INVOKE_TIMEOUT).await;
+        let elapsed = started.elapsed();
+        let verdict = match outcome {
+            Ok(outcome) => cold_start::judge(subject, expected, outcome),
+            Err(err) => Err(format!("{err:#}")),
+        };
+        match verdict {
+            Ok(()) if i >= u64::from(shape.warmup) => {
+                row.warm_ms.push(elapsed.as_secs_f64() * 1e3);
+            }
+            Ok(()) => {}
+            Err(err) => {
+                row.invocations_failed += 1;
+                row.first_error.get_or_insert(err);
+            }
+        }
+    }
+    let cpu_after = pid.and_then(process_cpu_ms);
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+        row.cpu_ms = Some(after - before);
+    }
+}
+
+/// CPU time of every thread of `pid` so far, ms, from each thread's `schedstat` (ns, unlike
+/// `/proc/<pid>/stat`'s 10 ms ticks).
+fn process_cpu_ms(pid: u32) -> Option<f64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut ns = 0u64;
+    for task in tasks {
+        let schedstat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += schedstat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 / 1e6)
+}
+
+fn is_baseline(binary: &str) -> bool {
+    binary.starts_with("hello-")
+}
+
+/// The summary's lines for part 3: whether the template's sizes are the table's.
+pub fn summary(out: &mut String, part3: &Part3) {
+    let mut missed = Vec::new();
+    let mut unmeasured = Vec::new();
+    for function in part3.functions.iter().filter(|f| !is_baseline(&f.binary)) {
+        let Some(template) = function.template_mb else {
+            continue;
+        };
+        match function.recommended() {
+            Some(best) if best.memory_mb == template => {}
+            Some(best) => missed.push(format!(
+                "{}: template {template}, table {}",
+                function.binary, best.memory_mb
+            )),
+            None => unmeasured.push(function.binary.clone()),
+        }
+    }
+    let _ = writeln!(
+        out,
+        "- Template MemorySize follows the table of part 3 (lowest warm cost per million; \
+         within {:.0}% of it, lowest warm p90): {}{}",
+        COST_TOLERANCE * 100.0,
+        if missed.is_empty() && unmeasured.is_empty() {
+            "MET".to_owned()
+        } else if missed.is_empty() {
+            "MISSED".to_owned()
+        } else {
+            format!("MISSED — {}", missed.join(", "))
+        },
+        if unmeasured.is_empty() {
+            String::new()
+        } else {
+            format!("; no clean measurement: {}", unmeasured.join(", "))
+        }
+    );
+    let (init, invocations) = (part3.init_failures(), part3.invocations_failed());
+    if init + invocations > 0 {
+        let _ = writeln!(
+            out,
+            "- Part 3 off the happy path: {init} init failures, {invocations} failed invocations"
+        );
+    }
+}
+
+/// The report's section for part 3; `figure` is the file name of its SVG.
+pub fn render(out: &mut String, part3: &Part3, figure: &str) {
+    let sizes = part3
+        .sizes
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "\n## Part 3: Lambda durations by memory size\n\n\
+         Lambda gives a function CPU in proportion to its memory: 1,769 MB is one vCPU, 128 MB \
+         about 0.072. Each binary of part 1 runs here in a cgroup of its own whose CFS quota \
+         is that share ({} ms period × size / 1769; Lambda does not publish its period, so the \
+         period is an assumption: it shapes single short invocations, not the averages), for \
+         each size of {sizes} MB, with `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` set to it. Init = \
+         spawn to first poll, the median of {} cold starts; the last process then serves {} \
+         unmeasured and {} measured happy-path invocations one at a time, back to back, as a \
+         busy Lambda instance does; warm = event handed over to response received. Cost per \
+         million = ${PRICE_PER_MILLION_REQUESTS:.2} per million requests + \
+         ${PRICE_PER_GB_SECOND} per GB-second (Lambda arm64, us-east-1, first tier), each \
+         invocation's duration rounded up to the next 1 ms as Lambda bills it; warm \
+         invocations only. CPU = the process's CPU time (all threads, `/proc/<pid>/task/*/schedstat`) \
+         over the measured invocations, per invocation: where the share binds, warm mean ≈ \
+         CPU × 1769 / MB. CPU per invocation itself tends to grow at the small sizes, so \
+         durations can grow by more than the ratio of two sizes. Init is billed too, once per cold start, so it stands beside the \
+         cost. The recommendation: the size with the lowest warm cost per million; among the \
+         sizes within {:.0}% of that cost, the one with the lowest warm p90. The request charge \
+         dominates below a few ms, so more memory often costs little more and answers sooner.\n",
+        part3.period_ms,
+        part3.runs,
+        part3.warmup,
+        part3.invocations,
+        COST_TOLERANCE * 100.0,
+    );
+    anchors(out, part3);
+    let _ = writeln!(
+        out,
+        "![Warm p50 duration and cost per million requests by memory size, per binary]({figure})\n"
+    );
+    let _ = writeln!(
+        out,
+        "| binary | MB | init p50 ms | warm p50 ms | warm p90 ms | warm mean ms | CPU ms per invocation | billed mean ms | $ per million warm | failed | |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    let mut ordered: Vec<&FunctionSizes> = part3.functions.iter().collect();
+    ordered.sort_by_key(|f| (!is_baseline(&f.binary), f.binary.clone()));
+    for function in ordered {
+        let best = function.recommended().map(|row| row.memory_mb);
+        for row in &function.sizes {
+            let mut marks = Vec::new();
+            if best == Some(row.memory_mb) {
+                marks.push("table's pick");
+            }
+            if function.template_mb == Some(row.memory_mb) {
+                marks.push("template");
+            }
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.2} | {:.4} | {} | {} |",
+                function.binary,
+                row.memory_mb,
+                row.init_p50(),
+                row.warm(0.5),
+                row.warm(0.9),
+                row.warm_mean(),
+                row.cpu_per_invocation()
+                    .map_or("n/a".to_owned(), |ms| format!("{ms:.3}")),
+                row.billed_mean_ms(),
+                row.cost_per_million(),
+                row.init_failures + row.invocations_failed,
+                marks.join(", "),
+            );
+        }
+    }
+    let errors: Vec<String> = part3
+        .functions
+        .iter()
+        .flat_map(|f| {
+            f.sizes.iter().filter_map(|row| {
+                row.first_error.as_ref().map(|e| {
+                    format!(
+                        "- `{}` at {} MB: {}",
+                        f.binary,
+                        row.memory_mb,
+                        e.replace('\n', " ")
+                    )
+                })
+            })
+        })
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nFirst error per binary and size:\n\n{}",
+            errors.join("\n")
+        );
+    }
+}
+
+/// The 128 MB rows against the public figures.
+fn anchors(out: &mut String, part3: &Part3) {
+    let at_128 = |binary: &str| {
+        part3
+            .functions
+            .iter()
+            .find(|f| f.binary == binary)
+            .and_then(|f| f.at(128))
+    };
+    let mut lines = Vec::new();
+    if let Some(hello) = at_128("hello-runtime").filter(|row| !row.init_ms.is_empty()) {
+        lines.push(format!(
+            "- `hello-runtime` init at 128 MB: {:.1} ms here, against about \
+             {LAMBDA_HELLO_INIT_MS:.0} ms published for a Rust hello world on Lambda, which \
+             includes starting the sandbox (not done here) and reading the binary from the \
+             function's image rather than a warm page cache.",
+            hello.init_p50()
+        ));
+    }
+    if let Some(crud) = at_128(CRUD_FUNCTION).filter(|row| !row.warm_ms.is_empty()) {
+        lines.push(format!(
+            "- `{CRUD_FUNCTION}` (one DynamoDB `GetItem`) warm p50 at 128 MB: {:.2} ms here, \
+             against about {LAMBDA_CRUD_WARM_P50_MS:.0} ms published for a Rust DynamoDB CRUD \
+             function on Lambda, which includes the real network round trip to DynamoDB that \
+             the instant stub does not have: the difference is roughly that round trip.",
+            crud.warm(0.5)
+        ));
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "Against public figures (128 MB):\n\n{}\n",
+            lines.join("\n")
+        );
+    }
+}
+
+pub fn title(part3: &Part3, date: &str) -> String {
+    format!(
+        "Lambda durations and cost by memory size ({date}, {} ms CFS period)",
+        part3.period_ms
+    )
+}
+
+/// The figure: per binary, warm p50 and cost per million against memory size.
+pub fn panels(part3: &Part3) -> Vec<Panel> {
+    let mut durations = Panel {
+        log_x: true,
+        ..Panel::new(
+            "Warm duration p50 by memory size (CPU share = size / 1769 MB)",
+            "memory size, MB (log scale)",
+            "ms",
+        )
+    };
+    let mut costs = Panel {
+        log_x: true,
+        ..Panel::new(
+            "Cost per million warm requests, Lambda arm64 us-east-1",
+            "memory size, MB (log scale)",
+            "$ per million",
+        )
+    };
+    for function in &part3.functions {
+        let measured: Vec<&SizeRow> = function
+            .sizes
+            .iter()
+            .filter(|row| !row.warm_ms.is_empty())
+            .collect();
+        durations.series.push(Series::line(
+            function.binary.clone(),
+            measured
+                .iter()
+                .map(|row| (f64::from(row.memory_mb), row.warm(0.5)))
+                .collect(),
+        ));
+        costs.series.push(Series::line(
+            function.binary.clone(),
+            measured
+                .iter()
+                .map(|row| (f64::from(row.memory_mb), row.cost_per_million()))
+                .collect(),
+        ));
+    }
+    vec![durations, costs]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(memory_mb: u32, warm_ms: &[f64]) -> SizeRow {
+        SizeRow {
+            memory_mb,
+            init_ms: vec![10.0],
+            warm_ms: warm_ms.to_vec(),
+            ..SizeRow::default()
+        }
+    }
+
+    #[test]
+    fn cost_bills_each_invocation_rounded_up_to_the_millisecond() {
+        // 0.2 ms and 1.5 ms are billed 1 ms and 2 ms.
+        let at_1024 = row(1024, &[0.2, 1.5]);
+        assert_eq!(at_1024.billed_mean_ms(), 1.5);
+        // 1 GB × 1.5 ms = 0.0015 GB-s per request.
+        let expected = 0.20 + 1e6 * 0.0015 * 0.000_013_333_4;
+        assert!((at_1024.cost_per_million() - expected).abs() < 1e-12);
+        // 128 MB for 10 ms: 0.00125 GB-s, $0.01666675 per million, plus the requests.
+        assert!((cost_per_million(128, 10.0) - 0.216_666_75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_pick_is_the_fastest_p90_within_ten_percent_of_the_cheapest() {
+        let function = FunctionSizes {
+            binary: "f".into(),
+            template_mb: Some(128),
+            sizes: vec![
+                // 128 MB, 40 ms: $0.2667 per million, the cheapest is 256 below.
+                row(128, &[40.0; 10]),
+                // 256 MB, 6 ms: $0.2100, the cheapest.
+                row(256, &[6.0; 10]),
+                // 512 MB, 2 ms: $0.2133, within 10%, and faster.
+                row(512, &[2.0; 10]),
+                // 1769 MB, 1 ms: $0.2230, within 10% (0.231), fastest of all.
+                row(1769, &[0.6; 10]),
+            ],
+        };
+        assert_eq!(function.recommended().map(|r| r.memory_mb), Some(1769));
+        // Out of the 10% band: 10240 MB at 1 ms costs $0.3333.
+        let mut narrow = function.clone();
+        narrow.sizes.retain(|r| r.memory_mb != 1769);
+        narrow.sizes.push(row(10_240, &[0.5; 10]));
+        assert_eq!(narrow.recommended().map(|r| r.memory_mb), Some(512));
+        // A size with a failed invocation is not recommended.
+        let mut failed = narrow.clone();
+        failed.sizes[2].invocations_failed = 1;
+        assert_eq!(failed.recommended().map(|r| r.memory_mb), Some(256));
+    }
+
+    fn part3() -> Part3 {
+        Part3 {
+            period_ms: 20.0,
+            sizes: vec![128, 1769],
+            runs: 1,
+            warmup: 2,
+            invocations: 3,
+            functions: vec![
+                FunctionSizes {
+                    binary: "hello-runtime".into(),
+                    template_mb: None,
+                    sizes: vec![row(128, &[1.0, 1.2, 1.1]), row(1769, &[0.1, 0.1, 0.2])],
+                },
+                FunctionSizes {
+                    binary: "get-user".into(),
+                    template_mb: Some(128),
+                    sizes: vec![row(128, &[9.0, 12.0, 10.0]), row(1769, &[0.5, 0.6, 0.7])],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_summary_names_each_function_off_the_table() {
+        let mut out = String::new();
+        summary(&mut out, &part3());
+        // get-user: 128 MB at 10.33 ms billed costs $0.2172, 1769 MB at 1 ms $0.2230 (within
+        // 10%) and faster.
+        assert!(
+            out.contains("MISSED — get-user: template 128, table 1769"),
+            "{out}"
+        );
+        let mut met = part3();
+        met.functions[1].template_mb = Some(1769);
+        let mut out = String::new();
+        summary(&mut out, &met);
+        assert!(out.contains("lowest warm p90): MET\n"), "{out}");
+    }
+
+    #[test]
+    fn the_section_reads_the_128_mb_rows_against_the_public_figures() {
+        let mut out = String::new();
+        render(&mut out, &part3(), "functions-memory.svg");
+        for text in [
+            "## Part 3: Lambda durations by memory size",
+            "about 14 ms published",
+            "`get-user` (one DynamoDB `GetItem`) warm p50 at 128 MB: 10.00 ms",
+            "](functions-memory.svg)",
+            "| get-user | 1769 | 10.00 | 0.60 | 0.70 | 0.60 | n/a | 1.00 | 0.2230 | 0 | table's pick |",
+            "| get-user | 128 |",
+        ] {
+            assert!(out.contains(text), "{text:?} missing from {out}");
+        }
+        let svg = plot::svg(&title(&part3(), "2026-12-02"), &panels(&part3())).unwrap();
+        assert!(svg.contains("Cost per million"));
+        assert!(svg.contains("get-user"));
+    }
+
+    #[test]
+    fn part_3_is_optional_in_saved_results() {
+        // A functions.json saved before part 3 existed still renders.
+        let saved = serde_json::json!({
+            "run": {
+                "command": "loadtest/bench.sh functions", "command_line": "", "cores": "2",
+                "date": "2026-12-01 18:00 UTC", "runs": 1, "invocations": 1,
+                "binaries_dir": "target/release", "work_dir": ".local/bench-fn"
+            },
+            "part1": [],
+            "part2": null
+        });
+        let results: crate::report::Results = serde_json::from_value(saved).unwrap();
+        assert!(results.part3.is_none());
+        let report = crate::report::render(&results, None, "functions.svg");
+        assert!(!report.contains("Part 3"));
+        // And one saved with part 3 renders it again.
+        let results = crate::report::Results {
+            part3: Some(part3()),
+            ..results
+        };
+        let again: crate::report::Results =
+            serde_json::from_str(&serde_json::to_string(&results).unwrap()).unwrap();
+        let report = crate::report::render(&again, None, "functions.svg");
+        assert!(report.contains("](functions-memory.svg)"), "{report}");
+        assert!(report.contains("Template MemorySize follows the table"));
+    }
+}
