@@ -33,8 +33,8 @@
 # `make test`: it proves the harness still runs and that every function still takes its
 # happy path against the stub; its figures mean nothing.
 #
-# Ports 3920-3929 on 127.0.0.1: stub 3920, runners 3921/3922, Runtime API 3923, moto 3928 and
-# redis 3929 (LOCAL_STATE .local/bench-fn). Everything started here is stopped by PID.
+# Ports 3920-3929 on 127.0.0.1: stub 3920, runners 3921/3922, Runtime API 3923, part 3's late
+# stub 3924, moto 3928 and redis 3929 (LOCAL_STATE .local/bench-fn). Everything started here is stopped by PID.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

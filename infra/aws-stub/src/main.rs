@@ -77,6 +77,10 @@ struct Args {
     /// Who owns every order that GetItem answers (an order's key does not name its owner).
     #[arg(long, default_value = "bench-user")]
     order_owner: String,
+    /// Answer every AWS call this many milliseconds late, as a service across the network
+    /// does (0: at once). The stats route is never delayed.
+    #[arg(long, default_value_t = 0.0)]
+    latency_ms: f64,
 }
 
 /// Items per page of a Query that names no `Limit`.
@@ -89,6 +93,7 @@ const MAX_RECEIVE_WAIT: Duration = Duration::from_secs(1);
 struct Stub {
     account_id: String,
     order_owner: String,
+    latency: Duration,
     calls: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -576,9 +581,15 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
         .with_context(|| format!("failed to listen on {}", args.address))?;
+    anyhow::ensure!(
+        args.latency_ms.is_finite() && (0.0..=10_000.0).contains(&args.latency_ms),
+        "--latency-ms is between 0 and 10000, not {}",
+        args.latency_ms
+    );
     let stub = Arc::new(Stub {
         account_id: args.account_id,
         order_owner: args.order_owner,
+        latency: Duration::from_secs_f64(args.latency_ms / 1e3),
         calls: Mutex::new(BTreeMap::new()),
     });
     println!("aws-stub listening on http://{}", listener.local_addr()?);
@@ -593,6 +604,9 @@ async fn main() -> anyhow::Result<()> {
         listener,
         stub.clone(),
         |stub, request| async move {
+            if !stub.latency.is_zero() && request.uri().path() != "/__stub/stats" {
+                tokio::time::sleep(stub.latency).await;
+            }
             match stub.answer(request).await {
                 Ok(response) => response,
                 Err(err) => reply(

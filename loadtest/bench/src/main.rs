@@ -99,6 +99,15 @@ pub struct Args {
     /// Unmeasured calls per probe first.
     #[arg(long, default_value_t = 500)]
     sdk_warmup: u32,
+    /// Part 3's AWS calls are answered this many ms late (a second `aws-stub --latency-ms`):
+    /// Lambda bills the time a function waits on DynamoDB and SQS at its memory's price, and
+    /// the instant stub would hide it. An assumption standing for their single-digit
+    /// milliseconds within a region; 0 measures against the instant stub.
+    #[arg(long, default_value_t = 4.0)]
+    memory_aws_latency_ms: f64,
+    /// Where part 3's late stub listens.
+    #[arg(long, default_value = "127.0.0.1:3924")]
+    memory_stub_address: SocketAddr,
     /// Only part 1.
     #[arg(long)]
     skip_throughput: bool,
@@ -476,6 +485,20 @@ async fn main() -> anyhow::Result<()> {
 
     let part3 = match &cpu_quota {
         Some(quota) => {
+            // Against the late stub, when there is one (stopped when dropped).
+            let late_stub = if args.memory_aws_latency_ms > 0.0 {
+                Some(
+                    memory_sizes::LateStub::start(
+                        &binaries.join("aws-stub"),
+                        args.memory_stub_address,
+                        args.memory_aws_latency_ms,
+                        &args.work_dir.join("stub-late.log"),
+                    )
+                    .await?,
+                )
+            } else {
+                None
+            };
             let measured: Vec<cold_start::Subject> = subjects
                 .iter()
                 .filter(|s| {
@@ -483,7 +506,10 @@ async fn main() -> anyhow::Result<()> {
                         || args.memory_only.is_empty()
                         || args.memory_only.contains(&s.binary)
                 })
-                .cloned()
+                .map(|subject| match &late_stub {
+                    Some(stub) => stub.serve(subject),
+                    None => subject.clone(),
+                })
                 .collect();
             let template_mb: BTreeMap<String, u32> = functions
                 .iter()
@@ -502,19 +528,19 @@ async fn main() -> anyhow::Result<()> {
                 warmup: args.memory_warmup,
                 invocations: args.memory_invocations,
             };
-            Some(
-                memory_sizes::measure(
-                    &measured,
-                    &template_mb,
-                    quota,
-                    &runtime,
-                    &args.memory_sizes,
-                    shape,
-                    &fixture,
-                    &args.work_dir,
-                )
-                .await?,
+            let mut part3 = memory_sizes::measure(
+                &measured,
+                &template_mb,
+                quota,
+                &runtime,
+                &args.memory_sizes,
+                shape,
+                &fixture,
+                &args.work_dir,
             )
+            .await?;
+            part3.aws_latency_ms = args.memory_aws_latency_ms.max(0.0);
+            Some(part3)
         }
         None => None,
     };

@@ -128,6 +128,9 @@ impl FunctionSizes {
 pub struct Part3 {
     /// The CFS period of the cgroups, ms.
     pub period_ms: f64,
+    /// How late the stub answered every AWS call, ms (0 in runs before it did).
+    #[serde(default)]
+    pub aws_latency_ms: f64,
     pub sizes: Vec<u32>,
     pub runs: u32,
     pub warmup: u32,
@@ -146,6 +149,65 @@ impl Part3 {
 
     fn rows(&self) -> impl Iterator<Item = &SizeRow> {
         self.functions.iter().flat_map(|f| f.sizes.iter())
+    }
+}
+
+/// A second `aws-stub` that answers every call late, as DynamoDB and SQS across the network
+/// do: Lambda bills that wait at the memory size's price. Stopped when dropped.
+pub struct LateStub {
+    url: String,
+    _child: tokio::process::Child,
+}
+
+impl LateStub {
+    pub async fn start(
+        program: &Path,
+        address: std::net::SocketAddr,
+        latency_ms: f64,
+        log: &Path,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let output = std::fs::File::create(log)
+            .with_context(|| format!("failed to create {}", log.display()))?;
+        let mut child = tokio::process::Command::new(program)
+            .args(["--address", &address.to_string()])
+            .args(["--latency-ms", &latency_ms.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(output.try_clone()?)
+            .stderr(output)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("failed to start {}", program.display()))?;
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            if std::fs::read_to_string(log).is_ok_and(|text| text.contains("listening")) {
+                break;
+            }
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!("the late stub exited: {status} (see {})", log.display());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the late stub did not listen within 5 s (see {})",
+                log.display()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Ok(Self {
+            url: format!("http://{address}"),
+            _child: child,
+        })
+    }
+
+    /// `subject` with its AWS calls sent here.
+    pub fn serve(&self, subject: &Subject) -> Subject {
+        let mut subject = subject.clone();
+        for (name, value) in &mut subject.env {
+            if name == "AWS_ENDPOINT_URL" {
+                value.clone_from(&self.url);
+            }
+        }
+        subject
     }
 }
 
@@ -218,6 +280,8 @@ pub async fn measure(
     }
     Ok(Part3 {
         period_ms: quota.period().as_secs_f64() * 1e3,
+        // The caller says whether its stub was late.
+        aws_latency_ms: 0.0,
         sizes: sizes.to_vec(),
         runs: shape.runs,
         warmup: shape.warmup,
@@ -346,7 +410,7 @@ pub fn render(out: &mut String, part3: &Part3, figure: &str) {
          each size of {sizes} MB, with `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` set to it. Init = \
          spawn to first poll, the median of {} cold starts; the last process then serves {} \
          unmeasured and {} measured happy-path invocations one at a time, back to back, as a \
-         busy Lambda instance does; warm = event handed over to response received. Cost per \
+         busy Lambda instance does; warm = event handed over to response received. {} Cost per \
          million = ${PRICE_PER_MILLION_REQUESTS:.2} per million requests + \
          ${PRICE_PER_GB_SECOND} per GB-second (Lambda arm64, us-east-1, first tier), each \
          invocation's duration rounded up to the next 1 ms as Lambda bills it; warm \
@@ -361,6 +425,21 @@ pub fn render(out: &mut String, part3: &Part3, figure: &str) {
         part3.runs,
         part3.warmup,
         part3.invocations,
+        if part3.aws_latency_ms > 0.0 {
+            format!(
+                "Every AWS call is answered {} ms late here (a second `aws-stub --latency-ms`; \
+                 an assumption standing for DynamoDB's and SQS's single-digit milliseconds \
+                 within a region, `--memory-aws-latency-ms`): Lambda bills that wait at the \
+                 size's price, and only the CPU part shrinks with more memory. Redis answers \
+                 as fast as this machine's.",
+                part3.aws_latency_ms
+            )
+        } else {
+            "Every AWS call is answered at once, so the durations are CPU and the local \
+             round trips only: more memory looks cheaper than it is for a function that waits \
+             on the network."
+                .to_owned()
+        },
         COST_TOLERANCE * 100.0,
     );
     anchors(out, part3);
@@ -448,11 +527,21 @@ fn anchors(out: &mut String, part3: &Part3) {
         ));
     }
     if let Some(crud) = at_128(CRUD_FUNCTION).filter(|row| !row.warm_ms.is_empty()) {
+        let network = if part3.aws_latency_ms > 0.0 {
+            format!(
+                "which includes the real network round trip to DynamoDB; here it is the \
+                 assumed {} ms",
+                part3.aws_latency_ms
+            )
+        } else {
+            "which includes the real network round trip to DynamoDB that the instant stub \
+             does not have: the difference is roughly that round trip"
+                .to_owned()
+        };
         lines.push(format!(
             "- `{CRUD_FUNCTION}` (one DynamoDB `GetItem`) warm p50 at 128 MB: {:.2} ms here, \
              against about {LAMBDA_CRUD_WARM_P50_MS:.0} ms published for a Rust DynamoDB CRUD \
-             function on Lambda, which includes the real network round trip to DynamoDB that \
-             the instant stub does not have: the difference is roughly that round trip.",
+             function on Lambda, {network}.",
             crud.warm(0.5)
         ));
     }
@@ -570,6 +659,7 @@ mod tests {
     fn part3() -> Part3 {
         Part3 {
             period_ms: 20.0,
+            aws_latency_ms: 4.0,
             sizes: vec![128, 1769],
             runs: 1,
             warmup: 2,
@@ -615,6 +705,7 @@ mod tests {
             "about 14 ms published",
             "`get-user` (one DynamoDB `GetItem`) warm p50 at 128 MB: 10.00 ms",
             "](functions-memory.svg)",
+            "Every AWS call is answered 4 ms late here",
             "| get-user | 1769 | 10.00 | 0.60 | 0.70 | 0.60 | n/a | 1.00 | 0.2230 | 0 | table's pick |",
             "| get-user | 128 |",
         ] {
