@@ -387,8 +387,21 @@ async fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.from_json {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("failed to read {}", path.display()))?;
-        let results: report::Results = serde_json::from_str(&text)
+        let mut results: report::Results = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a bench result", path.display()))?;
+        // Part 3 is read against the template as it is now: a MemorySize set from the table
+        // since the run shows as followed.
+        if let Some(part3) = &mut results.part3 {
+            let sizes: BTreeMap<String, u32> = load_model(&args, &args.template, "rendered")?
+                .into_iter()
+                .map(|spec| (spec.binary, spec.memory_mb))
+                .collect();
+            for function in &mut part3.functions {
+                if let Some(&memory_mb) = sizes.get(&function.binary) {
+                    function.template_mb = Some(memory_mb);
+                }
+            }
+        }
         let figure = draw_figure(&results, &args.out)?;
         std::fs::write(
             &args.out,

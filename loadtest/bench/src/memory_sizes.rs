@@ -351,36 +351,51 @@ fn is_baseline(binary: &str) -> bool {
 /// The summary's lines for part 3: whether the template's sizes are the table's.
 pub fn summary(out: &mut String, part3: &Part3) {
     let mut missed = Vec::new();
-    let mut unmeasured = Vec::new();
+    let mut unclean = Vec::new();
+    let mut no_scenario = Vec::new();
     for function in part3.functions.iter().filter(|f| !is_baseline(&f.binary)) {
         let Some(template) = function.template_mb else {
             continue;
         };
+        let failed = function
+            .sizes
+            .iter()
+            .any(|row| row.invocations_failed > 0 || row.init_failures > 0);
         match function.recommended() {
             Some(best) if best.memory_mb == template => {}
             Some(best) => missed.push(format!(
                 "{}: template {template}, table {}",
                 function.binary, best.memory_mb
             )),
-            None => unmeasured.push(function.binary.clone()),
+            // The harness has no event for it: nothing to judge, and nothing failed.
+            None if !failed => no_scenario.push(function.binary.clone()),
+            None => unclean.push(function.binary.clone()),
         }
     }
     let _ = writeln!(
         out,
         "- Template MemorySize follows the table of part 3 (lowest warm cost per million; \
-         within {:.0}% of it, lowest warm p90): {}{}",
+         within {:.0}% of it, lowest warm p90): {}{}{}",
         COST_TOLERANCE * 100.0,
-        if missed.is_empty() && unmeasured.is_empty() {
+        if missed.is_empty() && unclean.is_empty() {
             "MET".to_owned()
         } else if missed.is_empty() {
             "MISSED".to_owned()
         } else {
             format!("MISSED — {}", missed.join(", "))
         },
-        if unmeasured.is_empty() {
+        if unclean.is_empty() {
             String::new()
         } else {
-            format!("; no clean measurement: {}", unmeasured.join(", "))
+            format!("; no clean measurement: {}", unclean.join(", "))
+        },
+        if no_scenario.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not measured (no happy-path event in the harness): {}",
+                no_scenario.join(", ")
+            )
         }
     );
     let (init, invocations) = (part3.init_failures(), part3.invocations_failed());
@@ -694,6 +709,28 @@ mod tests {
         let mut out = String::new();
         summary(&mut out, &met);
         assert!(out.contains("lowest warm p90): MET\n"), "{out}");
+        // A function the harness has no event for is not judged; one that failed is.
+        let mut unmeasured = met.clone();
+        unmeasured.functions.push(FunctionSizes {
+            binary: "cache-failover".into(),
+            template_mb: Some(128),
+            sizes: vec![row(128, &[]), row(1769, &[])],
+        });
+        let mut out = String::new();
+        summary(&mut out, &unmeasured);
+        assert!(
+            out.contains(
+                "p90): MET; not measured (no happy-path event in the harness): cache-failover"
+            ),
+            "{out}"
+        );
+        unmeasured.functions[2].sizes[0].invocations_failed = 1;
+        let mut out = String::new();
+        summary(&mut out, &unmeasured);
+        assert!(
+            out.contains("p90): MISSED; no clean measurement: cache-failover"),
+            "{out}"
+        );
     }
 
     #[test]

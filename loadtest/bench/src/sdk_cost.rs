@@ -34,21 +34,20 @@ pub struct SdkCost {
 impl SdkCost {
     /// The median CPU µs per call of `client` with `gap_us` between calls.
     pub fn cpu_us(&self, client: &str, gap_us: u64) -> f64 {
-        let values: Vec<f64> = self
-            .probes
-            .iter()
-            .filter(|probe| probe.client == client && probe.gap_us == gap_us)
-            .map(|probe| probe.cpu_us_per_call)
-            .collect();
-        crate::cold_start::percentile(&values, 0.5)
+        self.median(client, gap_us, |probe| probe.cpu_us_per_call)
     }
 
+    /// The median wall µs per call, the same way.
     pub fn wall_us(&self, client: &str, gap_us: u64) -> f64 {
+        self.median(client, gap_us, |probe| probe.wall_us_per_call)
+    }
+
+    fn median(&self, client: &str, gap_us: u64, figure: fn(&Probe) -> f64) -> f64 {
         let values: Vec<f64> = self
             .probes
             .iter()
             .filter(|probe| probe.client == client && probe.gap_us == gap_us)
-            .map(|probe| probe.wall_us_per_call)
+            .map(figure)
             .collect();
         crate::cold_start::percentile(&values, 0.5)
     }
