@@ -82,7 +82,9 @@ fn project_template_loads() {
     let put = function(&model, "PutProfileFunction");
     assert_eq!(put.binary, "put-profile");
     assert_eq!(put.timeout, Duration::from_secs(10));
-    assert_eq!(put.memory_mb, 128);
+    // Its own MemorySize (from the bench's memory-size table) wins over the Globals' 128.
+    assert_eq!(put.memory_mb, 256);
+    assert_eq!(function(&model, "SalePageWriterFunction").memory_mb, 128);
     assert_eq!(put.environment["APP_ENV"], "dev");
     assert_eq!(put.environment["SOCIAL_TABLE"], "local-SocialTable");
     assert!(put.events.contains(&EventSpec::Http(HttpRoute {
