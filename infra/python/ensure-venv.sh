@@ -61,7 +61,8 @@ fi
 
 echo "installing $name into $venv_rel ..." >&2
 
-if ! "$venv/bin/python" -c '' >/dev/null 2>&1; then
+# A venv without pip is one whose creation was interrupted (ensurepip runs last): made again.
+if ! "$venv/bin/python" -c 'import pip' >/dev/null 2>&1; then
     rm -rf "$venv"
     # Debian and Ubuntu ship python3 without ensurepip; venv creation needs python3-venv.
     if ! "$python" -c 'import ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
