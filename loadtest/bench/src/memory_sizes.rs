@@ -384,19 +384,11 @@ pub fn summary(out: &mut String, part3: &Part3) {
         } else {
             format!("MISSED — {}", missed.join(", "))
         },
-        if unclean.is_empty() {
-            String::new()
-        } else {
-            format!("; no clean measurement: {}", unclean.join(", "))
-        },
-        if no_scenario.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; not measured (no happy-path event in the harness): {}",
-                no_scenario.join(", ")
-            )
-        }
+        crate::report::listed("; no clean measurement: ", &unclean),
+        crate::report::listed(
+            "; not measured (no happy-path event in the harness): ",
+            &no_scenario
+        )
     );
     let (init, invocations) = (part3.init_failures(), part3.invocations_failed());
     if init + invocations > 0 {

@@ -133,11 +133,7 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             worst.own(),
             worst.cpu,
             worst.own_share() * 100.0,
-            if over.is_empty() {
-                String::new()
-            } else {
-                format!("; over: {}", over.join(", "))
-            }
+            listed("; over: ", &over)
         );
     }
     let ratio = |b: &Breakdown| b.cpu / b.ceiling();
@@ -157,11 +153,7 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             worst.cpu,
             worst.ceiling(),
             (ratio(worst) - 1.0) * 100.0,
-            if over.is_empty() {
-                String::new()
-            } else {
-                format!("; over: {}", over.join(", "))
-            }
+            listed("; over: ", &over)
         );
     }
 }
@@ -335,16 +327,8 @@ pub fn summary(
             worst.binary,
             worst.percentile(0.5),
             (ratio / INIT_RATIO_MAX - 1.0) * 100.0,
-            if over.is_empty() {
-                String::new()
-            } else {
-                format!("; over the bound: {}", over.join(", "))
-            },
-            if failed.is_empty() {
-                String::new()
-            } else {
-                format!("; init failures: {}", failed.join(", "))
-            },
+            listed("; over the bound: ", &over),
+            listed("; init failures: ", &failed),
         );
     }
     // Bounds in MiB that every function must stay under, met or missed by the function with
@@ -400,11 +384,7 @@ pub fn summary(
                 worst.measured.report.requests_per_second,
                 ratio(&worst),
                 (ratio(&worst) / THROUGHPUT_RATIO_MIN - 1.0) * 100.0,
-                if under.is_empty() {
-                    String::new()
-                } else {
-                    format!("; under the bound: {}", under.join(", "))
-                }
+                listed("; under the bound: ", &under)
             );
         }
         let unexpected: u64 = part2
@@ -709,6 +689,17 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
 pub fn memory_figure(figure: &str) -> String {
     let stem = figure.strip_suffix(".svg").unwrap_or(figure);
     format!("{stem}-memory.svg")
+}
+
+/// `label` and `items` joined by ", ", or nothing when there is no item: the tail of a
+/// summary line that names what missed.
+pub fn listed<S: AsRef<str>>(label: &str, items: &[S]) -> String {
+    if items.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+        format!("{label}{}", names.join(", "))
+    }
 }
 
 /// `heading` and `items` joined by `separator`, as a line of `out`, unless there is no item.
