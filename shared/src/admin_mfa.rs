@@ -165,7 +165,7 @@ impl CognitoMfaDirectory {
 
 #[async_trait]
 impl MfaDirectory for CognitoMfaDirectory {
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn has_mfa(&self, pool_id: &str, username: &str) -> Result<bool, DirectoryError> {
         let user = self
             .client

@@ -153,7 +153,7 @@ impl<L: Clone + Debug> Transaction<L> {
 
     /// Commits all items or none, sending the transaction again while it is cancelled for a
     /// conflict or throttling (see the module's documentation).
-    #[tracing::instrument(skip_all, fields(items = self.items.len()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(items = self.items.len()))]
     pub async fn commit(self, client: &Client) -> Result<(), TransactError<L>> {
         if self.items.len() > MAX_TRANSACTION_ITEMS {
             return Err(TransactError::TooManyItems(self.items.len()));

@@ -67,7 +67,7 @@ impl Queue {
 
     /// Sends one JSON message, visible after `delay` (SQS allows at most 15 minutes).
     /// Returns the message id.
-    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
     pub async fn send<T: Serialize + ?Sized>(
         &self,
         message: &T,
@@ -90,7 +90,7 @@ impl Queue {
     /// Receives up to `max` (1..=10) messages, long-polling for up to `wait` (at most 20 s).
     /// The long poll is given its own attempt timeout: the shared one
     /// ([`crate::cloud::ATTEMPT_TIMEOUT`]) is shorter than a long poll.
-    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
     pub async fn receive(&self, max: i32, wait: Duration) -> Result<Vec<Received>, QueueError> {
         let wait = wait.min(Duration::from_secs(20));
         let timeouts = aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
@@ -133,7 +133,7 @@ impl Queue {
     }
 
     /// Deletes a received message so that it is not delivered again.
-    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
     pub async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError> {
         self.client
             .delete_message()
@@ -147,7 +147,7 @@ impl Queue {
 
     /// How many messages the queue holds: visible, in flight and delayed (SQS's approximate
     /// counts, which settle within about a minute).
-    #[tracing::instrument(skip_all, fields(queue = %self.url))]
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
     pub async fn depth(&self) -> Result<u32, QueueError> {
         use aws_sdk_sqs::types::QueueAttributeName as Name;
         let attributes = self

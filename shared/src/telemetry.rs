@@ -13,6 +13,7 @@ use lambda_runtime::tracing::subscriber::{
     self,
     filter::{EnvFilter, LevelFilter},
 };
+use std::io::IsTerminal as _;
 use std::str::FromStr;
 
 /// Installs the global subscriber. Call once, first thing in `main`.
@@ -29,9 +30,12 @@ pub fn init() {
     } else {
         filter.from_env_lossy()
     };
+    // Colours only on a terminal: CloudWatch (and the local runner's log) would keep the
+    // escape codes as text, and writing them costs on every span and line.
     let collector = subscriber::fmt()
         .with_target(false)
         .without_time()
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(filter);
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     if json {

@@ -157,7 +157,7 @@ pub fn order_placed(
 
 /// Places an order: one reservation of its units, then one event; on a failed send, one
 /// release.
-#[tracing::instrument(skip(admission, publisher), fields(sale = %reservation.sale_id, order = %reservation.order_id))]
+#[tracing::instrument(level = "debug", skip(admission, publisher), fields(sale = %reservation.sale_id, order = %reservation.order_id))]
 pub async fn place_order(
     admission: &dyn Admission,
     publisher: &dyn OrderPublisher,

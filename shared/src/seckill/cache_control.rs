@@ -19,7 +19,7 @@ impl ElastiCacheControl {
 
 #[async_trait]
 impl CacheControl for ElastiCacheControl {
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn group(&self, id: &str) -> anyhow::Result<CacheGroup> {
         let output = self
             .client

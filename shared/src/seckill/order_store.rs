@@ -270,7 +270,7 @@ impl OrderStore for DynamoOrderStore {
         LIMITS
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn confirm_orders(
         &self,
         sale_id: &str,
@@ -323,14 +323,14 @@ impl OrderStore for DynamoOrderStore {
         }
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
         self.put_orders(units, |_| OrderStatus::Rejected)
             .commit_units(&self.table.client)
             .await
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
         let now = crate::clock::now_rfc3339();
         let mut transaction = Transaction::of_units(units, |unit| {
@@ -366,7 +366,7 @@ impl OrderStore for DynamoOrderStore {
             .await
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
         let item = self.sale_attributes(sale_id, "stockRemaining").await?;
         Ok(match item {
@@ -375,7 +375,7 @@ impl OrderStore for DynamoOrderStore {
         })
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
         let item = self
             .sale_attributes(sale_id, "stockRemaining, perUserLimit")
@@ -389,7 +389,7 @@ impl OrderStore for DynamoOrderStore {
         }))
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
         let key = key(buyer_pk(sale_id, user.as_str()), BUYER_SK);
         let failed = "failed to read what a buyer holds";
@@ -403,7 +403,7 @@ impl OrderStore for DynamoOrderStore {
         })
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
         let key = key(order_pk(order_id), ORDER_SK);
         let item = self
@@ -412,7 +412,7 @@ impl OrderStore for DynamoOrderStore {
         Ok(item.await?.as_ref().map(order_from_item).transpose()?)
     }
 
-    #[tracing::instrument(skip(self, cursor))]
+    #[tracing::instrument(level = "debug", skip(self, cursor))]
     async fn orders_of(
         &self,
         user: &UserId,
@@ -439,7 +439,7 @@ impl OrderStore for DynamoOrderStore {
         Ok(OrderPage { items, next })
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn keep_for_delivery(
         &self,
         order_id: &str,
@@ -458,7 +458,7 @@ impl OrderStore for DynamoOrderStore {
         conditional(update, "UpdateItem order kept for delivery").await
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn open_payment(
         &self,
         order_id: &str,
@@ -490,7 +490,7 @@ impl OrderStore for DynamoOrderStore {
         }
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn settle_online(
         &self,
         order_id: &str,
@@ -514,7 +514,7 @@ impl OrderStore for DynamoOrderStore {
         conditional(update, "UpdateItem order paid").await
     }
 
-    #[tracing::instrument(skip(self, refund), fields(payment = %refund.payment_id))]
+    #[tracing::instrument(level = "debug", skip(self, refund), fields(payment = %refund.payment_id))]
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
         let mut item = key(refund_pk(&refund.payment_id), REFUND_SK);
         item.extend([
@@ -557,7 +557,7 @@ impl OrderStore for DynamoOrderStore {
         }
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {
         let mut sales = Vec::new();
         let mut start = None;

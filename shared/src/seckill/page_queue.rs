@@ -28,7 +28,7 @@ impl QueuedSalePages {
 
 #[async_trait]
 impl SalePages for QueuedSalePages {
-    #[tracing::instrument(skip(self, html))]
+    #[tracing::instrument(level = "debug", skip(self, html))]
     async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError> {
         let envelope = Envelope {
             kind: SALE_PAGE_RENDERED.to_owned(),

@@ -31,7 +31,7 @@ impl S3SalePages {
 
 #[async_trait]
 impl SalePages for S3SalePages {
-    #[tracing::instrument(skip(self, html), fields(bucket = %self.bucket))]
+    #[tracing::instrument(level = "debug", skip(self, html), fields(bucket = %self.bucket))]
     async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError> {
         self.client
             .put_object()

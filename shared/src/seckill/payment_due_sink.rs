@@ -27,7 +27,7 @@ impl SqsPaymentDueSink {
 
 #[async_trait]
 impl PaymentDueSink for SqsPaymentDueSink {
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
         let envelope = Envelope {
             kind: PAYMENT_DUE.to_owned(),

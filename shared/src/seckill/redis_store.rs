@@ -72,7 +72,7 @@ fn detail_from(
 
 #[async_trait]
 impl SaleCache for RedisSales {
-    #[tracing::instrument(skip_all, fields(sale = %sale.id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(sale = %sale.id))]
     async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
         let keys = SaleKeys::new(sale.id.as_str());
         let info: [(&str, String); 7] = [
@@ -99,7 +99,7 @@ impl SaleCache for RedisSales {
         Ok(())
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError> {
         let keys = SaleKeys::new(id.as_str());
         let mut connection = self.connection.clone();
@@ -144,7 +144,7 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
 
 #[async_trait]
 impl Admission for RedisSales {
-    #[tracing::instrument(skip_all, fields(sale = %r.sale_id, order = %r.order_id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(sale = %r.sale_id, order = %r.order_id))]
     async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
         let keys = SaleKeys::new(r.sale_id.as_str());
         // The user's key, not the sale's: every attempt counts, on every sale.
@@ -172,7 +172,7 @@ impl Admission for RedisSales {
         Ok(verdict(&reply)?)
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn release(
         &self,
         sale_id: &SaleId,

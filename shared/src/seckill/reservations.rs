@@ -107,7 +107,7 @@ fn parse_pending(order_id: String, entry: &str) -> Option<PendingReservation> {
 
 #[async_trait]
 impl Reservations for RedisReservations {
-    #[tracing::instrument(skip(self, order_ids), fields(orders = order_ids.len()))]
+    #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
     async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()> {
         if order_ids.is_empty() {
             return Ok(());
@@ -121,7 +121,7 @@ impl Reservations for RedisReservations {
         Ok(())
     }
 
-    #[tracing::instrument(skip(self, order_ids), fields(orders = order_ids.len()))]
+    #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
     async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>> {
         if order_ids.is_empty() {
             return Ok(HashSet::new());
@@ -138,7 +138,7 @@ impl Reservations for RedisReservations {
         Ok(released.into_iter().collect())
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn release(
         &self,
         sale_id: &str,
@@ -151,7 +151,7 @@ impl Reservations for RedisReservations {
             .await?)
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
@@ -170,7 +170,7 @@ impl Reservations for RedisReservations {
         Ok(pending)
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
@@ -180,7 +180,7 @@ impl Reservations for RedisReservations {
             .context("failed to read the Redis stock")
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
         let keys = SaleKeys::new(sale_id);
         let script_keys = [keys.stock.as_str(), &keys.pending];
@@ -195,7 +195,7 @@ impl Reservations for RedisReservations {
 
 #[async_trait]
 impl PendingOrders for RedisReservations {
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn admitted(
         &self,
         sale_id: &SaleId,

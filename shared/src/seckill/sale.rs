@@ -282,7 +282,7 @@ pub enum PublishError {
 /// Publishes a sale, preheats the cache, then writes its detail page; publishing again
 /// preheats again and rewrites the page, which is how an operator repairs a cache that lost
 /// the details or a page that was not written (the live stock is never reset).
-#[tracing::instrument(skip(store, cache, pages))]
+#[tracing::instrument(level = "debug", skip(store, cache, pages))]
 pub async fn publish(
     store: &dyn SaleStore,
     cache: &dyn SaleCache,

@@ -78,7 +78,7 @@ fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
 
 #[async_trait]
 impl SaleStore for DynamoSaleStore {
-    #[tracing::instrument(skip_all, fields(sale = %sale.id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(sale = %sale.id))]
     async fn create(&self, sale: &Sale) -> Result<(), StoreError> {
         self.table
             .client
@@ -92,7 +92,7 @@ impl SaleStore for DynamoSaleStore {
         Ok(())
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
         // The sale item is in every order-consumer transaction of the sale: publishing again
         // during the sale is refused while one is in flight, and retried.
@@ -138,7 +138,7 @@ impl SaleStore for DynamoSaleStore {
         }
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
         let key = key(sale_pk(id.as_str()), SALE_SK);
         let item = self

@@ -94,7 +94,7 @@ impl FollowerCountStore for DynamoDerivedStore {
         MAX_UNITS_PER_DELTA
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn apply_follower_delta(
         &self,
         followee: &UserId,
@@ -133,7 +133,7 @@ impl NotificationStore for DynamoDerivedStore {
         NOTIFICATION_LIMITS
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn add_follow_notifications(
         &self,
         recipient: &UserId,
@@ -171,7 +171,7 @@ impl NotificationStore for DynamoDerivedStore {
             .await
     }
 
-    #[tracing::instrument(skip(self, units), fields(units = units.len()))]
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn mark_read(
         &self,
         recipient: &UserId,
@@ -212,7 +212,7 @@ impl NotificationStore for DynamoDerivedStore {
         }
     }
 
-    #[tracing::instrument(skip(self, cursor))]
+    #[tracing::instrument(level = "debug", skip(self, cursor))]
     async fn page(
         &self,
         recipient: &UserId,
@@ -234,7 +234,7 @@ impl NotificationStore for DynamoDerivedStore {
         Ok(Page { items, next })
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn unread_count(&self, recipient: &UserId) -> Result<u64, NotificationStoreError> {
         let key = key(user_pk(recipient), NOTIFICATION_STATE_SK);
         let failed = "failed to read the unread count";
@@ -245,7 +245,7 @@ impl NotificationStore for DynamoDerivedStore {
         })
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn unread_ids(
         &self,
         recipient: &UserId,

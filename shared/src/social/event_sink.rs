@@ -36,7 +36,7 @@ const SQS_BATCH: usize = 10;
 
 #[async_trait]
 impl EventSink for SqsEventSink {
-    #[tracing::instrument(skip_all, fields(queue = %self.url, messages = bodies.len()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url, messages = bodies.len()))]
     async fn send_all(&self, bodies: &[&str]) -> Result<(), SendFailed> {
         for (chunk_index, chunk) in bodies.chunks(SQS_BATCH).enumerate() {
             let offset = chunk_index * SQS_BATCH;

@@ -140,7 +140,7 @@ fn transact_failure(err: TransactError<Item>) -> StoreError {
 
 #[async_trait]
 impl GraphStore for DynamoSocialStore {
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn follow_target(&self, user: &UserId) -> Result<Option<UserStatus>, StoreError> {
         // A read, even a strongly consistent one, never conflicts with a transaction.
         let output = self
@@ -160,7 +160,7 @@ impl GraphStore for DynamoSocialStore {
         Ok(Some(status))
     }
 
-    #[tracing::instrument(skip_all, fields(user = %attempt.user, window = attempt.window_start))]
+    #[tracing::instrument(level = "debug", skip_all, fields(user = %attempt.user, window = attempt.window_start))]
     async fn count_attempt(&self, attempt: &Attempt) -> Result<Counted, StoreError> {
         let update = self
             .table
@@ -190,7 +190,7 @@ impl GraphStore for DynamoSocialStore {
         }
     }
 
-    #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
+    #[tracing::instrument(level = "debug", skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
     async fn follow(
         &self,
         change: &GraphChange,
@@ -247,7 +247,7 @@ impl GraphStore for DynamoSocialStore {
         }
     }
 
-    #[tracing::instrument(skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
+    #[tracing::instrument(level = "debug", skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]
     async fn unfollow(
         &self,
         change: &GraphChange,
@@ -305,7 +305,7 @@ impl GraphStore for DynamoSocialStore {
         }
     }
 
-    #[tracing::instrument(skip_all, fields(follower = %relationship.follower, followee = %relationship.followee))]
+    #[tracing::instrument(level = "debug", skip_all, fields(follower = %relationship.follower, followee = %relationship.followee))]
     async fn followed_at(&self, relationship: &Relationship) -> Result<Option<String>, StoreError> {
         let key = self.edge_key(relationship);
         let failed = "failed to read the edge";
@@ -318,7 +318,7 @@ impl GraphStore for DynamoSocialStore {
         Ok(Some(at.to_owned()))
     }
 
-    #[tracing::instrument(skip(self, cursor))]
+    #[tracing::instrument(level = "debug", skip(self, cursor))]
     async fn list_edges(
         &self,
         user: &UserId,

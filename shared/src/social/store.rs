@@ -66,7 +66,7 @@ fn name_from_item(item: &HashMap<String, AttributeValue>) -> anyhow::Result<(Use
 
 #[async_trait]
 impl ProfileStore for DynamoSocialStore {
-    #[tracing::instrument(skip(self, name))]
+    #[tracing::instrument(level = "debug", skip(self, name))]
     async fn upsert_profile(
         &self,
         user: &UserId,
@@ -106,7 +106,7 @@ impl ProfileStore for DynamoSocialStore {
         Ok(profile_from_item(&item)?)
     }
 
-    #[tracing::instrument(skip(self))]
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn get_profile(&self, user: &UserId) -> Result<Option<Profile>, StoreError> {
         let output = self
             .table
@@ -117,7 +117,7 @@ impl ProfileStore for DynamoSocialStore {
         Ok(output.item.as_ref().map(profile_from_item).transpose()?)
     }
 
-    #[tracing::instrument(skip_all, fields(users = users.len()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(users = users.len()))]
     async fn display_names(&self, users: &[UserId]) -> Result<HashMap<UserId, String>, StoreError> {
         let mut names = HashMap::with_capacity(users.len());
         let mut unique: Vec<&UserId> = users.iter().collect();

@@ -243,7 +243,7 @@ fn change(relationship: &Relationship, kind: &str, now: OffsetDateTime) -> Graph
 }
 
 /// `relationship.follower` follows `relationship.followee`, within `limits`.
-#[tracing::instrument(skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
+#[tracing::instrument(level = "debug", skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn follow(
     store: &dyn GraphStore,
     relationship: &Relationship,
@@ -301,7 +301,7 @@ pub async fn follow(
 }
 
 /// `relationship.follower` stops following `relationship.followee`, within `limits`' rate.
-#[tracing::instrument(skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
+#[tracing::instrument(level = "debug", skip(store, limits), fields(follower = %relationship.follower, followee = %relationship.followee))]
 pub async fn unfollow(
     store: &dyn GraphStore,
     relationship: &Relationship,
@@ -353,7 +353,7 @@ pub struct UserPage {
 }
 
 /// One page of `user`'s followers or followings, with their display names.
-#[tracing::instrument(skip(store, cursor))]
+#[tracing::instrument(level = "debug", skip(store, cursor))]
 pub async fn list(
     store: &dyn GraphStore,
     user: &UserId,
