@@ -144,6 +144,13 @@ impl Boot {
         self.must(cloud::webhook_secret(&client, &arn).await)
     }
 
+    /// The same secret, read from Secrets Manager on its first use ([`cloud::SecretOnFirstUse`]):
+    /// a missing `PAYMENT_SECRET_ARN` still ends the cold start; the call does not happen in it.
+    pub async fn payment_secret_on_first_use(&self) -> cloud::SecretOnFirstUse {
+        let arn = self.must(self.env.required("PAYMENT_SECRET_ARN"));
+        cloud::SecretOnFirstUse::new(self.sdk_config().await, arn)
+    }
+
     /// The reservations for reading only (no script loaded).
     pub async fn reservation_reader(&self) -> RedisReservations {
         self.must(RedisReservations::reader_from_env(&self.env).await)

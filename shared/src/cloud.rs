@@ -192,7 +192,7 @@ impl Clients {
     }
 }
 
-/// Why the payment callbacks' secret could not be read at cold start.
+/// Why the payment callbacks' secret could not be read (at cold start, or on first use).
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
     #[error("failed to read the secret {arn}")]
@@ -225,6 +225,35 @@ pub async fn webhook_secret(
         .ok_or_else(|| SecretError::Unusable {
             arn: arn.to_owned(),
         })
+}
+
+/// The webhook secret read on its first use instead of at cold start, for a function whose
+/// first requests may not need it (the sandbox's checkout page does not; its Pay button's
+/// notice does). A read that fails is not kept: the next use tries again.
+pub struct SecretOnFirstUse {
+    config: SdkConfig,
+    arn: String,
+    secret: tokio::sync::OnceCell<WebhookSecret>,
+}
+
+impl SecretOnFirstUse {
+    pub fn new(config: &SdkConfig, arn: impl Into<String>) -> Self {
+        Self {
+            config: config.clone(),
+            arn: arn.into(),
+            secret: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The secret, read now if it has not been yet.
+    pub async fn get(&self) -> Result<&WebhookSecret, SecretError> {
+        self.secret
+            .get_or_try_init(|| async {
+                let client = aws_sdk_secretsmanager::Client::new(&self.config);
+                webhook_secret(&client, &self.arn).await
+            })
+            .await
+    }
 }
 
 /// The S3 client. Path-style addressing when an endpoint is overridden (the local emulator,

@@ -9,15 +9,18 @@ use lambda_http::http::Method;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
-    let secret = boot.payment_secret().await;
-    http::run(|request| {
+    // Only the notice needs the secret: the checkout page's cold start makes no AWS call.
+    let secret = &boot.payment_secret_on_first_use().await;
+    http::run(|request| async move {
+        if request.method() != Method::POST {
+            return sandbox::page(&request);
+        }
+        let secret = secret
+            .get()
+            .await
+            .map_err(http::ApiError::store_unavailable)?;
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let answer = if request.method() == Method::POST {
-            sandbox::notice(&secret, &request, now)
-        } else {
-            sandbox::page(&request)
-        };
-        std::future::ready(answer)
+        sandbox::notice(secret, &request, now)
     })
     .await
 }

@@ -14,4 +14,5 @@ mod queue;
 mod redis_endpoint;
 mod redis_script;
 mod sale_admission;
+mod secret;
 mod support;
