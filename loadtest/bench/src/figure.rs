@@ -228,6 +228,7 @@ mod tests {
     fn probe(client: &str, gap_us: u64, cpu_us_per_call: f64) -> crate::sdk_cost::Probe {
         crate::sdk_cost::Probe {
             client: client.to_owned(),
+            operation: crate::sdk_cost::GET_ITEM.to_owned(),
             calls: 100,
             gap_us,
             cpu_us_per_call,
@@ -271,8 +272,8 @@ mod tests {
             "| SDK / floor | 2.50x | | 2.33x | |",
             "| Redis `GET` | 10.0 | 20.0 | 8.0 | 16.0 |",
             "own CPU at most 20% of its CPU per request (after hello-http's 0.100 ms, its AWS \
-             calls × the SDK's 0.100 ms and its Redis commands × 0.010 ms): MET — worst follow \
-             at 0.080 of 0.500 ms = 16%",
+             calls at the SDK's cost per operation, `GetItem` 0.100 ms, and its Redis commands \
+             × 0.010 ms): MET — worst follow at 0.080 of 0.500 ms = 16%",
             "Redis's): MET — worst follow at 0.500 ms against 0.516 ms (-3% against the bound)",
         ] {
             assert!(report.contains(line), "{line:?} missing from:\n{report}");
@@ -285,6 +286,26 @@ mod tests {
         let report = crate::report::render(&results, None, "functions.svg");
         assert!(report.contains("| 1.07x ✗ |"), "{report}");
         assert!(report.contains("over: follow +7%"), "{report}");
+
+        // A Query measured at 0.16 ms is charged at its own cost: 2 GetItem + 1 Query per
+        // request = 0.2 + 0.16 + Redis's 0.02 = 0.38 ms; own 0.55 - 0.1 - 0.38 = 0.07 ms.
+        let row = &mut results.part2.as_mut().unwrap().rows[0];
+        row.aws_calls = [
+            ("DynamoDB_20120810.GetItem".to_owned(), 210),
+            ("DynamoDB_20120810.Query".to_owned(), 105),
+        ]
+        .into();
+        let mut query = probe("sdk", GAP_US, 160.0);
+        query.operation = "Query".to_owned();
+        results.sdk.as_mut().unwrap().probes.push(query);
+        let report = crate::report::render(&results, None, "functions.svg");
+        for line in [
+            "| follow | 0.550 | 0.100 | 3.00 | 2.00 | 0.380 | 0.070 | 13% |",
+            "| `Query` | a page of 20 edges (list-followers) | 160.0 | 1.60x |",
+            "| `PutItem` | a sale of 11 attributes, conditional (create-sale) | not measured | |",
+        ] {
+            assert!(report.contains(line), "{line:?} missing from:\n{report}");
+        }
     }
 
     #[test]

@@ -68,7 +68,8 @@ struct Breakdown {
     cpu: f64,
     hello: f64,
     calls: f64,
-    sdk: f64,
+    /// The calls' cost per request through the SDK: each operation at its own probe's cost.
+    aws: f64,
     redis_commands: f64,
     redis: f64,
 }
@@ -77,11 +78,20 @@ impl Breakdown {
     fn of(part2: &Part2, row: &Part2Row, sdk: &SdkCost) -> Self {
         let calls: u64 = row.aws_calls.values().sum();
         let requests = part2.requests_in_window(row);
+        let aws: f64 = row
+            .aws_calls
+            .iter()
+            .map(|(operation, n)| {
+                // The stub counts `<service prefix>.<operation>`.
+                let operation = operation.rsplit('.').next().unwrap_or(operation);
+                *n as f64 / requests * sdk.operation_ms(operation)
+            })
+            .sum();
         Self {
             cpu: row.measured.cpu.function_ms,
             hello: part2.hello_cpu_ms(),
             calls: calls as f64 / requests,
-            sdk: sdk.sdk_ms(),
+            aws,
             redis_commands: row.redis_commands as f64 / requests,
             redis: sdk.redis_ms(),
         }
@@ -89,7 +99,7 @@ impl Breakdown {
 
     /// What the calls out cost: AWS's through the SDK, and Redis's.
     fn calls_cost(&self) -> f64 {
-        self.calls * self.sdk + self.redis_commands * self.redis
+        self.aws + self.redis_commands * self.redis
     }
 
     fn own(&self) -> f64 {
@@ -124,7 +134,7 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             .collect();
         let _ = writeln!(
             out,
-            "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms, its AWS calls × the SDK's {:.3} ms and its Redis commands × {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}",
+            "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms, its AWS calls at the SDK's cost per operation, `GetItem` {:.3} ms, and its Redis commands × {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}",
             OWN_SHARE_MAX * 100.0,
             part2.hello_cpu_ms(),
             sdk_ms,
@@ -198,11 +208,35 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
         sdk.cpu_us("redis", 0),
         sdk.wall_us("redis", 0),
     );
+    let get_item = sdk.operation_us(sdk_cost::GET_ITEM);
+    let _ = writeln!(
+        out,
+        "The SDK's other calls, each shaped like a route's and measured the same way with idle \
+         gaps (`sdk-floor --operation`); the stub's answer is part of the shape (a page of 20 \
+         items costs the SDK its parsing):\n\n\
+         | operation | shape | CPU µs per call | / `GetItem` |\n\
+         |---|---|---:|---:|\n\
+         | `GetItem` | one profile (get-user) | {get_item:.1} | 1.00x |"
+    );
+    for (_, operation, shape) in sdk_cost::OPERATIONS {
+        let us = sdk.operation_us(operation);
+        if us.is_nan() {
+            let _ = writeln!(out, "| `{operation}` | {shape} | not measured | |");
+        } else {
+            let _ = writeln!(
+                out,
+                "| `{operation}` | {shape} | {us:.1} | {:.2}x |",
+                us / get_item
+            );
+        }
+    }
+    out.push('\n');
     let _ = writeln!(
         out,
         "Each function's CPU per request (part 2) = hello-http's (the mean of before and after, \
-         {:.3} ms: the runtime, the event and the answer) + its AWS calls per request × the \
-         SDK's per-call cost with idle gaps ({:.3} ms) + its Redis commands per request (from \
+         {:.3} ms: the runtime, the event and the answer) + its AWS calls per request, each \
+         at its operation's cost through the SDK with idle gaps (above; `GetItem` {:.3} ms, \
+         and an operation not measured at that) + its Redis commands per request (from \
          `INFO commandstats` around its load) × Redis's per-command cost ({:.3} ms) + what is \
          left: the function's own (its routing, claims, validation, spans and logs, metrics \
          line, response). Targets: its own at most {:.0}% of its CPU; its CPU at most \

@@ -16,12 +16,50 @@ use std::process::Stdio;
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Probe {
     pub client: String,
+    /// The SDK's call (`GetItem` for the floor's comparison; a run before the per-operation
+    /// probes measured only that one).
+    #[serde(default = "get_item")]
+    pub operation: String,
     pub calls: u32,
     pub gap_us: u64,
     pub cpu_us_per_call: f64,
     pub wall_us_per_call: f64,
     pub failed: u32,
 }
+
+fn get_item() -> String {
+    GET_ITEM.to_owned()
+}
+
+/// The call the SDK and the floor both make.
+pub const GET_ITEM: &str = "GetItem";
+
+/// The SDK's other calls, each shaped like a route's (`sdk-floor --operation`, its doc says
+/// how): the flag, the operation as the stub counts it, and the shape in words.
+pub const OPERATIONS: [(&str, &str, &str); 6] = [
+    ("query", "Query", "a page of 20 edges (list-followers)"),
+    (
+        "batch-get-item",
+        "BatchGetItem",
+        "20 profiles (the lists' display names)",
+    ),
+    (
+        "transact-write-items",
+        "TransactWriteItems",
+        "4 items: an edge, two counters, an outbox event (follow)",
+    ),
+    ("update-item", "UpdateItem", "one counter, conditional"),
+    (
+        "put-item",
+        "PutItem",
+        "a sale of 11 attributes, conditional (create-sale)",
+    ),
+    (
+        "send-message",
+        "SendMessage",
+        "an order event of about 200 bytes (place-order)",
+    ),
+];
 
 /// Every round of both clients, with and without idle gaps between calls.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -46,7 +84,11 @@ impl SdkCost {
         let values: Vec<f64> = self
             .probes
             .iter()
-            .filter(|probe| probe.client == client && probe.gap_us == gap_us)
+            .filter(|probe| {
+                probe.client == client
+                    && probe.gap_us == gap_us
+                    && (client != "sdk" || probe.operation == GET_ITEM)
+            })
             .map(figure)
             .collect();
         crate::cold_start::percentile(&values, 0.5)
@@ -55,6 +97,27 @@ impl SdkCost {
     /// The SDK's per-call cost the breakdown uses: with idle gaps, as a function makes them.
     pub fn sdk_ms(&self) -> f64 {
         self.cpu_us("sdk", GAP_US) / 1e3
+    }
+
+    /// The SDK's CPU µs per call of `operation` with idle gaps (the median of its rounds); NaN
+    /// when it was not measured.
+    pub fn operation_us(&self, operation: &str) -> f64 {
+        let values: Vec<f64> = self
+            .probes
+            .iter()
+            .filter(|probe| {
+                probe.client == "sdk" && probe.gap_us == GAP_US && probe.operation == operation
+            })
+            .map(|probe| probe.cpu_us_per_call)
+            .collect();
+        crate::cold_start::percentile(&values, 0.5)
+    }
+
+    /// What one call of `operation` costs through the SDK, ms: its own probe's figure, or the
+    /// `GetItem`'s where that operation was not measured.
+    pub fn operation_ms(&self, operation: &str) -> f64 {
+        let us = self.operation_us(operation);
+        if us.is_nan() { self.sdk_ms() } else { us / 1e3 }
     }
 
     /// Redis's per-command cost, the same way (0 when it was not measured).
@@ -82,7 +145,7 @@ pub async fn measure(
 ) -> anyhow::Result<SdkCost> {
     let mut cost = SdkCost {
         command: format!(
-            "{} --client sdk|floor|redis --calls {calls} --warmup {warmup} --gap-us {GAP_US}|0",
+            "{} --client sdk|floor|redis --calls {calls} --warmup {warmup} --gap-us {GAP_US}|0; the SDK's other operations with --gap-us {GAP_US} only: --client sdk --operation query|batch-get-item|transact-write-items|update-item|put-item|send-message",
             program.display()
         ),
         probes: Vec::new(),
@@ -98,8 +161,13 @@ pub async fn measure(
             };
             for client in clients {
                 cost.probes
-                    .push(probe(program, env, client, calls, warmup, gap_us).await?);
+                    .push(probe(program, env, &["--client", client], calls, warmup, gap_us).await?);
             }
+        }
+        for (flag, _, _) in OPERATIONS {
+            let args = ["--client", "sdk", "--operation", flag];
+            cost.probes
+                .push(probe(program, env, &args, calls, warmup, GAP_US).await?);
         }
     }
     Ok(cost)
@@ -108,15 +176,16 @@ pub async fn measure(
 async fn probe(
     program: &Path,
     env: &[(String, String)],
-    client: &str,
+    which: &[&str],
     calls: u32,
     warmup: u32,
     gap_us: u64,
 ) -> anyhow::Result<Probe> {
+    let which = which.join(" ");
     let output = tokio::process::Command::new(program)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .args(["--client", client])
+        .args(which.split(' '))
         .args(["--calls", &calls.to_string()])
         .args(["--warmup", &warmup.to_string()])
         .args(["--gap-us", &gap_us.to_string()])
@@ -127,12 +196,12 @@ async fn probe(
         .with_context(|| format!("failed to run {}", program.display()))?;
     anyhow::ensure!(
         output.status.success(),
-        "{} --client {client} failed: {}",
+        "{} {which} failed: {}",
         program.display(),
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("{} --client {client} printed no result", program.display()))
+        .with_context(|| format!("{} {which} printed no result", program.display()))
 }
 
 /// Commands Redis has served so far (`INFO commandstats`, every command but `INFO` itself).

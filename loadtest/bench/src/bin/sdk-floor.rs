@@ -4,6 +4,13 @@
 //! the same endpoint (the benchmark's `aws-stub`, which answers at once); and what one Redis
 //! command costs through the functions' connection ([`app::cloud::redis`], a `GET`).
 //!
+//! With `--client sdk`, `--operation` picks the call: a one-item `GetItem` (the default, the
+//! one the floor makes too), or one shaped like a route's other calls, so that a route's SDK
+//! cost is its own calls' and not a `GetItem`'s: a `Query` answered with a page of 20 edges
+//! (list-followers, list-following), a `BatchGetItem` of 20 profiles (their display names), a
+//! `TransactWriteItems` of four items (follow: the edge, two counters, the outbox event), an
+//! `UpdateItem` of a counter, a `PutItem` of a sale, and an SQS `SendMessage` of an order event.
+//!
 //! `sdk-floor --client sdk|floor|redis --calls N --warmup W --gap-us G` makes `W` unmeasured calls,
 //! then `N` measured ones one after another on a `current_thread` runtime (as the functions
 //! run), sleeping `G` µs between calls: a function's process sits idle between invocations,
@@ -15,6 +22,8 @@
 //! Region, credentials and endpoint come from the environment, as in a function.
 
 use anyhow::Context;
+use app::ids::UserId;
+use app::social::keys::{PROFILE_SK, edge_index_sk, follow_sk, followers_pk, user_pk};
 use aws_credential_types::Credentials;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -38,6 +47,10 @@ struct Args {
     /// on the functions' Redis connection, `REDIS_URL`).
     #[arg(long)]
     client: String,
+    /// The SDK's call (`--client sdk` only): get-item, query, batch-get-item,
+    /// transact-write-items, update-item, put-item or send-message.
+    #[arg(long, default_value = "get-item")]
+    operation: String,
     #[arg(long, default_value_t = 5_000)]
     calls: u32,
     #[arg(long, default_value_t = 500)]
@@ -50,6 +63,8 @@ struct Args {
 #[derive(serde::Serialize)]
 struct Measured {
     client: String,
+    /// The SDK's operation, as the stub counts it (`GetItem`, `Query`, ...).
+    operation: String,
     calls: u32,
     gap_us: u64,
     cpu_us_per_call: f64,
@@ -74,18 +89,252 @@ trait Caller {
     async fn call(&self) -> bool;
 }
 
-struct Sdk(aws_sdk_dynamodb::Client);
+/// The SDK's calls a probe can make, each shaped like one a route makes.
+#[derive(Clone, Copy, Debug)]
+enum Operation {
+    GetItem,
+    Query,
+    BatchGetItem,
+    TransactWriteItems,
+    UpdateItem,
+    PutItem,
+    SendMessage,
+}
+
+impl Operation {
+    const ALL: [Self; 7] = [
+        Self::GetItem,
+        Self::Query,
+        Self::BatchGetItem,
+        Self::TransactWriteItems,
+        Self::UpdateItem,
+        Self::PutItem,
+        Self::SendMessage,
+    ];
+
+    /// `get-item`, `query`, ... as `--operation` takes it.
+    fn parse(name: &str) -> anyhow::Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|op| op.flag() == name)
+            .with_context(|| format!("--operation {name:?} is none of get-item, query, batch-get-item, transact-write-items, update-item, put-item, send-message"))
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Self::GetItem => "get-item",
+            Self::Query => "query",
+            Self::BatchGetItem => "batch-get-item",
+            Self::TransactWriteItems => "transact-write-items",
+            Self::UpdateItem => "update-item",
+            Self::PutItem => "put-item",
+            Self::SendMessage => "send-message",
+        }
+    }
+
+    /// The name the stub counts the call under.
+    fn name(self) -> &'static str {
+        match self {
+            Self::GetItem => "GetItem",
+            Self::Query => "Query",
+            Self::BatchGetItem => "BatchGetItem",
+            Self::TransactWriteItems => "TransactWriteItems",
+            Self::UpdateItem => "UpdateItem",
+            Self::PutItem => "PutItem",
+            Self::SendMessage => "SendMessage",
+        }
+    }
+}
+
+/// Items in a page of the list routes, and profiles in their `BatchGetItem`.
+const PAGE: usize = 20;
+
+struct Sdk {
+    dynamodb: aws_sdk_dynamodb::Client,
+    sqs: aws_sdk_sqs::Client,
+    operation: Operation,
+    queue_url: String,
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+impl Sdk {
+    fn new(config: &aws_types::SdkConfig, operation: Operation) -> Self {
+        let endpoint = config
+            .endpoint_url()
+            .unwrap_or("http://127.0.0.1")
+            .trim_end_matches('/');
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::new(config),
+            sqs: aws_sdk_sqs::Client::new(config),
+            operation,
+            queue_url: format!("{endpoint}/000000000000/bench-orders"),
+        }
+    }
+
+    async fn try_call(&self) -> anyhow::Result<bool> {
+        let db = &self.dynamodb;
+        let user = UserId::parse("bench-user")?;
+        Ok(match self.operation {
+            Operation::GetItem => db
+                .get_item()
+                .table_name(TABLE)
+                .key("pk", s(PK))
+                .key("sk", s(SK))
+                .send()
+                .await?
+                .item
+                .is_some(),
+            Operation::Query => {
+                let output = db
+                    .query()
+                    .table_name(TABLE)
+                    .key_condition_expression("pk = :pk")
+                    .expression_attribute_values(":pk", s(followers_pk(&user)))
+                    .scan_index_forward(false)
+                    .limit(PAGE as i32)
+                    .send()
+                    .await?;
+                output.items().len() == PAGE
+            }
+            Operation::BatchGetItem => {
+                let mut keys = aws_sdk_dynamodb::types::KeysAndAttributes::builder();
+                for i in 0..PAGE {
+                    let other = UserId::parse(&format!("user-{i:05}"))?;
+                    keys = keys.keys(
+                        [
+                            ("pk".to_owned(), s(user_pk(&other))),
+                            ("sk".to_owned(), s(PROFILE_SK)),
+                        ]
+                        .into(),
+                    );
+                }
+                let output = db
+                    .batch_get_item()
+                    .request_items(
+                        TABLE,
+                        keys.projection_expression("pk, displayName").build()?,
+                    )
+                    .send()
+                    .await?;
+                output
+                    .responses()
+                    .and_then(|tables| tables.get(TABLE))
+                    .is_some_and(|items| items.len() == PAGE)
+            }
+            Operation::TransactWriteItems => {
+                use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+                let followee = UserId::parse("user-00001")?;
+                let at = "2026-12-02T04:00:00.000Z";
+                let counter = |pk: String, field: &str| -> anyhow::Result<TransactWriteItem> {
+                    Ok(TransactWriteItem::builder()
+                        .update(
+                            Update::builder()
+                                .table_name(TABLE)
+                                .key("pk", s(pk))
+                                .key("sk", s(PROFILE_SK))
+                                .update_expression(format!("ADD {field} :one"))
+                                .expression_attribute_values(":one", n(1))
+                                .condition_expression("attribute_exists(pk)")
+                                .build()?,
+                        )
+                        .build())
+                };
+                let edge = Put::builder()
+                    .table_name(TABLE)
+                    .item("pk", s(user_pk(&user)))
+                    .item("sk", s(follow_sk(&followee)))
+                    .item("follower", s(user.as_str()))
+                    .item("followee", s(followee.as_str()))
+                    .item("followedAt", s(at))
+                    .item("gsi1pk", s(followers_pk(&followee)))
+                    .item("gsi1sk", s(edge_index_sk(at, &user)))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()?;
+                let event = Put::builder()
+                    .table_name(TABLE)
+                    .item("pk", s(format!("OUTBOX#{}", uuid::Uuid::now_v7())))
+                    .item("sk", s("EVENT"))
+                    .item("type", s("FOLLOWED"))
+                    .item(
+                        "payload",
+                        s(format!(
+                            r#"{{"type":"FOLLOWED","followerId":"{}","followeeId":"{}","occurredAt":"{at}"}}"#,
+                            user.as_str(),
+                            followee.as_str()
+                        )),
+                    )
+                    .item("expiresAt", n(1_800_000_000))
+                    .build()?;
+                db.transact_write_items()
+                    .transact_items(TransactWriteItem::builder().put(edge).build())
+                    .transact_items(counter(user_pk(&user), "followingCount")?)
+                    .transact_items(counter(user_pk(&followee), "followerCount")?)
+                    .transact_items(TransactWriteItem::builder().put(event).build())
+                    .send()
+                    .await?;
+                true
+            }
+            Operation::UpdateItem => {
+                db.update_item()
+                    .table_name(TABLE)
+                    .key("pk", s(PK))
+                    .key("sk", s(SK))
+                    .update_expression("ADD followerCount :one")
+                    .expression_attribute_values(":one", n(1))
+                    .condition_expression("attribute_exists(pk)")
+                    .send()
+                    .await?;
+                true
+            }
+            Operation::PutItem => {
+                let id = uuid::Uuid::now_v7().to_string();
+                db.put_item()
+                    .table_name(TABLE)
+                    .item("pk", s(format!("SALE#{id}")))
+                    .item("sk", s("SALE"))
+                    .item("id", s(&id))
+                    .item("title", s("Bench sale"))
+                    .item("status", s("DRAFT"))
+                    .item("priceCents", n(1999))
+                    .item("totalStock", n(1_000_000))
+                    .item("perUserLimit", n(100))
+                    .item("startsAt", s("2026-12-02T04:00:00.000Z"))
+                    .item("endsAt", s("2026-12-03T04:00:00.000Z"))
+                    .item("createdAt", s("2026-12-02T03:00:00.000Z"))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .send()
+                    .await?;
+                true
+            }
+            Operation::SendMessage => {
+                let body = format!(
+                    r#"{{"type":"ORDER_PLACED","orderId":"{}","saleId":"{}","userId":"bench-user","units":1,"priceCents":1999,"occurredAt":"2026-12-02T04:00:00.000Z"}}"#,
+                    uuid::Uuid::now_v7(),
+                    uuid::Uuid::now_v7()
+                );
+                self.sqs
+                    .send_message()
+                    .queue_url(&self.queue_url)
+                    .message_body(body)
+                    .send()
+                    .await?
+                    .message_id
+                    .is_some()
+            }
+        })
+    }
+}
 
 impl Caller for Sdk {
     async fn call(&self) -> bool {
-        self.0
-            .get_item()
-            .table_name(TABLE)
-            .key("pk", AttributeValue::S(PK.to_owned()))
-            .key("sk", AttributeValue::S(SK.to_owned()))
-            .send()
-            .await
-            .is_ok_and(|output| output.item.is_some())
+        self.try_call().await.unwrap_or(false)
     }
 }
 
@@ -183,7 +432,7 @@ impl Caller for Redis {
     }
 }
 
-async fn measure(caller: &impl Caller, args: &Args) -> Measured {
+async fn measure(caller: &impl Caller, args: &Args, operation: &str) -> Measured {
     let gap = Duration::from_micros(args.gap_us);
     let mut failed = 0;
     for _ in 0..args.warmup {
@@ -205,6 +454,7 @@ async fn measure(caller: &impl Caller, args: &Args) -> Measured {
     let calls = f64::from(args.calls.max(1));
     Measured {
         client: args.client.clone(),
+        operation: operation.to_owned(),
         calls: args.calls,
         gap_us: args.gap_us,
         cpu_us_per_call: cpu as f64 / 1e3 / calls,
@@ -216,15 +466,20 @@ async fn measure(caller: &impl Caller, args: &Args) -> Measured {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = <Args as clap::Parser>::parse();
+    let operation = Operation::parse(&args.operation)?;
+    anyhow::ensure!(
+        matches!(operation, Operation::GetItem) || args.client == "sdk",
+        "--operation is the SDK's call; the floor and Redis make one call only"
+    );
     let measured = match args.client.as_str() {
         "sdk" => {
             let config = app::cloud::sdk_config()?;
-            measure(&Sdk(aws_sdk_dynamodb::Client::new(&config)), &args).await
+            measure(&Sdk::new(&config, operation), &args, operation.name()).await
         }
-        "floor" => measure(&Floor::from_env()?, &args).await,
+        "floor" => measure(&Floor::from_env()?, &args, operation.name()).await,
         "redis" => {
             let url = std::env::var("REDIS_URL").context("REDIS_URL is not set")?;
-            measure(&Redis(app::cloud::redis(&url).await?), &args).await
+            measure(&Redis(app::cloud::redis(&url).await?), &args, "GET").await
         }
         other => anyhow::bail!("--client is sdk, floor or redis, not {other:?}"),
     };
