@@ -133,6 +133,10 @@ pub struct Args {
     /// The CFS period of part 3's cgroups, ms. Lambda does not publish its own: an assumption.
     #[arg(long, default_value_t = 20)]
     cpu_period_ms: u64,
+    /// Part 3 records each measured process's warm invocations with `perf record` (DWARF call
+    /// stacks) into this directory, as `<binary>-<MB>.data` (`loadtest/bench.sh profile`).
+    #[arg(long)]
+    perf_dir: Option<PathBuf>,
     /// Measure only these binaries (repeatable; the baselines always run), e.g. to profile one.
     #[arg(long = "only", value_name = "BINARY")]
     only: Vec<String>,
@@ -550,6 +554,9 @@ async fn main() -> anyhow::Result<()> {
                 shape,
                 &fixture,
                 &args.work_dir,
+                memory_sizes::Recording {
+                    perf_dir: args.perf_dir.as_deref(),
+                },
             )
             .await?;
             part3.aws_latency_ms = args.memory_aws_latency_ms.max(0.0);

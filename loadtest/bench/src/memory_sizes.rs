@@ -12,8 +12,8 @@ use local_cloud::cpu_quota::CpuQuota;
 use plot::{Panel, Series};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Lambda arm64, us-east-1, first tier: per request and per GB-second.
 pub const PRICE_PER_MILLION_REQUESTS: f64 = 0.20;
@@ -32,6 +32,13 @@ pub struct Shape {
     pub runs: u32,
     pub warmup: u32,
     pub invocations: u32,
+}
+
+/// Where `perf record` writes each measured process's warm invocations
+/// (`<dir>/<binary>-<MB>.data`), for `loadtest/bench.sh profile`; none in a normal run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recording<'a> {
+    pub perf_dir: Option<&'a Path>,
 }
 
 /// One binary at one memory size.
@@ -235,6 +242,7 @@ pub async fn measure(
     shape: Shape,
     fixture: &Fixture,
     work_dir: &Path,
+    recording: Recording<'_>,
 ) -> anyhow::Result<Part3> {
     let logs = work_dir.join("logs");
     std::fs::create_dir_all(&logs)?;
@@ -271,7 +279,11 @@ pub async fn measure(
                     }
                 }
                 if run + 1 == shape.runs {
-                    serve(&subject, &session, child.id(), shape, fixture, &mut row).await;
+                    let perf = recording
+                        .perf_dir
+                        .map(|dir| dir.join(format!("{}-{memory_mb}.data", subject.binary)));
+                    let pid = child.id();
+                    serve(&subject, &session, pid, shape, fixture, &mut row, perf).await;
                 }
                 cold_start::stop(child).await;
             }
@@ -298,10 +310,20 @@ async fn serve(
     shape: Shape,
     fixture: &Fixture,
     row: &mut SizeRow,
+    perf: Option<PathBuf>,
 ) {
     let mut cpu_before = None;
+    let mut recorder = None;
     for i in 0..u64::from(shape.warmup + shape.invocations) {
         if i == u64::from(shape.warmup) {
+            if let (Some(path), Some(pid)) = (&perf, pid) {
+                match perf_record(pid, path).await {
+                    Ok(child) => recorder = Some(child),
+                    Err(err) => {
+                        row.first_error.get_or_insert(format!("{err:#}"));
+                    }
+                }
+            }
             cpu_before = pid.and_then(process_cpu_ms);
         }
         let Some((event, expected)) = cold_start::event(subject, fixture, i) else {
@@ -330,6 +352,39 @@ async fn serve(
     if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
         row.cpu_ms = Some(after - before);
     }
+    if let Some(recorder) = recorder {
+        stop_perf(recorder).await;
+    }
+}
+
+/// `perf record` of `pid` with DWARF call stacks (the release profile keeps no frame
+/// pointers), into `path`; ready once perf has attached.
+async fn perf_record(pid: u32, path: &Path) -> anyhow::Result<tokio::process::Child> {
+    let log = std::fs::File::create(path.with_extension("log"))?;
+    let child = tokio::process::Command::new("perf")
+        .args(["record", "-q", "-F", "1999", "--call-graph", "dwarf,32768"])
+        .args(["-p", &pid.to_string(), "-o"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| anyhow::anyhow!("cannot run perf (Debian's linux-perf): {err}"))?;
+    // perf has no readiness signal; attaching to one process takes well under this.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(child)
+}
+
+/// Ends a recording the way Ctrl-C does, so perf writes its file out.
+async fn stop_perf(mut recorder: tokio::process::Child) {
+    if let Some(pid) = recorder.id() {
+        let _ = tokio::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(60), recorder.wait()).await;
 }
 
 /// CPU time of every thread of `pid` so far, ms, from each thread's `schedstat` (ns, unlike
