@@ -17,7 +17,6 @@ use crate::ids::{UserId, valid_id};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::json as body;
 
 pub(super) fn store_error(err: OrderStoreError) -> ApiError {
     match err {
@@ -87,8 +86,20 @@ pub async fn list_orders(
         .map_err(store_error)?;
     Ok(json(
         StatusCode::OK,
-        &body!({"items": page.items, "nextCursor": page.next.map(|c| c.encode())}),
+        &OrdersPage {
+            items: &page.items,
+            next_cursor: page.next.map(|c| c.encode()),
+        },
     ))
+}
+
+/// `GET /orders`' answer, serialized straight from the orders (through a `serde_json::Value`
+/// every order would be copied into a map first).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OrdersPage<'a> {
+    items: &'a [super::orders::Order],
+    next_cursor: Option<String>,
 }
 
 #[derive(Deserialize)]

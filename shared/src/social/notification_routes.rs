@@ -5,7 +5,7 @@ use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json as body;
 
 /// How many ids one request may mark.
@@ -40,12 +40,21 @@ pub async fn list_notifications(
     let unread = unread_count(store, &caller).await?;
     Ok(json(
         StatusCode::OK,
-        &body!({
-            "items": page.items,
-            "unreadCount": unread,
-            "nextCursor": page.next.map(|c| c.encode()),
-        }),
+        &NotificationsPage {
+            items: &page.items,
+            unread_count: unread,
+            next_cursor: page.next.map(|c| c.encode()),
+        },
     ))
+}
+
+/// `GET /notifications`' answer, serialized straight from the notifications.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NotificationsPage<'a, T> {
+    items: &'a [T],
+    unread_count: u64,
+    next_cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
