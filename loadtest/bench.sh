@@ -44,7 +44,7 @@ stub_port=${BENCH_STUB_PORT:-3920}
 
 usage() {
     echo "usage: loadtest/bench.sh functions [--smoke | --no-build | --sam-build] [bench options]" >&2
-    echo "       loadtest/bench.sh profile BINARY... [--invocations N]" >&2
+    echo "       loadtest/bench.sh profile FUNCTION... [--invocations N]" >&2
     exit 2
 }
 
@@ -71,7 +71,7 @@ if [[ ${1:-} == --with-emulators ]]; then
 fi
 
 if [[ ${1:-} == profile ]]; then
-    # `profile BINARY... [--invocations N]`: where a warm invocation's CPU goes, per owner
+    # `profile FUNCTION... [--invocations N]`: where a warm invocation's CPU goes, per owner
     # (the SDK, logging, metrics, our code, lambda_http, lambda_runtime, tokio, the kernel).
     # Builds the `profiling` profile (release code with symbols) of the binaries, the
     # baselines and the harness; part 1 (one cold start) and part 3 at 1769 MB only, against the
@@ -93,6 +93,8 @@ if [[ ${1:-} == profile ]]; then
     packages=(-p bench -p aws-stub -p local-cloud-fixtures)
     only=()
     for binary in "${binaries[@]}"; do
+        # The baselines (hello-runtime, hello-http) always run and are recorded too.
+        [[ -d functions/$binary ]] || { echo "no function $binary in functions/" >&2; exit 2; }
         packages+=(-p "$binary")
         only+=(--only "$binary" --memory-only "$binary")
     done

@@ -133,8 +133,9 @@ pub struct Args {
     /// The CFS period of part 3's cgroups, ms. Lambda does not publish its own: an assumption.
     #[arg(long, default_value_t = 20)]
     cpu_period_ms: u64,
-    /// Part 3 records each measured process's warm invocations with `perf record` (DWARF call
-    /// stacks) into this directory, as `<binary>-<MB>.data` (`loadtest/bench.sh profile`).
+    /// Part 3 records each measured process with `perf record` (DWARF call stacks) into this
+    /// directory, as `<binary>-<MB>.data`, over as many invocations again after the measured
+    /// ones (`loadtest/bench.sh profile`).
     #[arg(long)]
     perf_dir: Option<PathBuf>,
     /// Measure only these binaries (repeatable; the baselines always run), e.g. to profile one.

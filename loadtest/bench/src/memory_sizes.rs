@@ -35,7 +35,8 @@ pub struct Shape {
 }
 
 /// Where `perf record` writes each measured process's warm invocations
-/// (`<dir>/<binary>-<MB>.data`), for `loadtest/bench.sh profile`; none in a normal run.
+/// (`<dir>/<binary>-<MB>.data`), for `loadtest/bench.sh profile`; none in a normal run. The
+/// process serves as many invocations again for the recording, after the measured ones.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Recording<'a> {
     pub perf_dir: Option<&'a Path>,
@@ -313,17 +314,8 @@ async fn serve(
     perf: Option<PathBuf>,
 ) {
     let mut cpu_before = None;
-    let mut recorder = None;
     for i in 0..u64::from(shape.warmup + shape.invocations) {
         if i == u64::from(shape.warmup) {
-            if let (Some(path), Some(pid)) = (&perf, pid) {
-                match perf_record(pid, path).await {
-                    Ok(child) => recorder = Some(child),
-                    Err(err) => {
-                        row.first_error.get_or_insert(format!("{err:#}"));
-                    }
-                }
-            }
             cpu_before = pid.and_then(process_cpu_ms);
         }
         let Some((event, expected)) = cold_start::event(subject, fixture, i) else {
@@ -352,8 +344,25 @@ async fn serve(
     if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
         row.cpu_ms = Some(after - before);
     }
-    if let Some(recorder) = recorder {
-        stop_perf(recorder).await;
+    // Recorded after the measured ones, as many again: perf's stack copies cost the process
+    // CPU, which the figures above must not include.
+    if let (Some(path), Some(pid)) = (&perf, pid) {
+        match perf_record(pid, path).await {
+            Ok(recorder) => {
+                for i in 0..u64::from(shape.invocations) {
+                    let Some((event, _)) = cold_start::event(subject, fixture, i) else {
+                        break;
+                    };
+                    let _ = session
+                        .invoke(Bytes::from(event.to_string()), INVOKE_TIMEOUT)
+                        .await;
+                }
+                stop_perf(recorder).await;
+            }
+            Err(err) => {
+                row.first_error.get_or_insert(format!("{err:#}"));
+            }
+        }
     }
 }
 

@@ -1,13 +1,14 @@
 //! `perf-attribution`: where a warm invocation's CPU goes, from the `perf record` files that
 //! `bench --perf-dir` writes in part 3 (`loadtest/bench.sh profile`).
 //!
-//! Every sample's call stack (DWARF-unwound, inlined frames folded into their function) is
-//! walked from the leaf up, and the first frame that belongs to a known owner names the
-//! sample's owner, so a cost is charged to whoever asked for it: the `tracing` subscriber's
-//! work counts as logging whether our span or the SDK's asked for it, and hyper's connection
-//! tasks count as the SDK's or the runtime client's by the body type they carry. A sample with
-//! no user-space frame is the kernel's (sockets, scheduling, page faults), which no frame here
-//! can name. CPU per invocation is part 3's, from the run's `functions.json`.
+//! Every sample's call stack (DWARF-unwound, inlined frames included) is walked from the leaf
+//! up, and the first frame whose function belongs to a known owner names the sample's owner,
+//! so a cost is charged to whoever asked for it: the `tracing` subscriber's work counts as
+//! logging whether our span or the SDK's asked for it, a system call counts as its caller's,
+//! and hyper's connection tasks count as the SDK's or the runtime client's by the body type
+//! they carry. A sample with no user-space frame is the kernel's alone (an interrupt, a page
+//! fault). CPU per invocation is part 3's, from the run's `functions.json`, measured over
+//! invocations perf did not record (its DWARF stack copies cost the process CPU).
 //!
 //! `perf-attribution --results <functions.json> --perf-dir <dir>` prints a Markdown section:
 //! one table of shares per recorded binary and size, and one of µs per invocation by owner
@@ -67,8 +68,14 @@ const OWNERS: [(&str, &[&str]); 8] = [
         &["lambda_runtime", "aws_lambda_events"],
     ),
     (
-        "tokio: scheduling, timers, epoll",
-        &["tokio::runtime", "mio::"],
+        "tokio: its I/O and timer drivers, parking",
+        &[
+            "tokio::runtime::io",
+            "tokio::runtime::time",
+            "tokio::runtime::driver",
+            "tokio::runtime::park",
+            "mio::",
+        ],
     ),
 ];
 
@@ -78,18 +85,48 @@ const OTHER: &str = "other user space (allocator, std, unattributed glue)";
 /// Samples per owner.
 type Counts = BTreeMap<&'static str, u64>;
 
+/// The path of the function a frame is in, without its generic arguments: `a::b::f` of
+/// `a::b::f<T>`, and the type `X` of `<X as Trait>::f`. Generic arguments name other crates
+/// (`process_invocation<…app::http::run…>` is lambda_runtime's, not ours).
+fn head(frame: &str) -> &str {
+    let inner = frame.strip_prefix('<').unwrap_or(frame);
+    let end = inner.find(['<', '(', ' ']).unwrap_or(inner.len());
+    &inner[..end]
+}
+
+/// The owner a frame names, if any: by its function's path, or for hyper's connection tasks
+/// (whose functions are hyper's and futures') by the body type they carry.
+fn frame_owner(frame: &str) -> Option<&'static str> {
+    let path = head(frame);
+    for (name, fragments) in OWNERS {
+        if fragments.iter().any(|fragment| path.contains(fragment)) {
+            return Some(name);
+        }
+    }
+    if frame.contains("SdkBody") {
+        return Some(OWNERS[SDK].0);
+    }
+    if frame.contains("lambda_runtime_api_client") {
+        return Some(OWNERS[RUNTIME].0);
+    }
+    None
+}
+
+/// Indexes into [`OWNERS`].
+const SDK: usize = 2;
+const OURS: usize = 4;
+const RUNTIME: usize = 6;
+
 fn owner(frames: &[String]) -> &'static str {
     if frames.iter().all(|frame| frame.starts_with("[k]")) {
         return KERNEL;
     }
-    for frame in frames {
-        for (name, fragments) in OWNERS {
-            if fragments.iter().any(|fragment| frame.contains(fragment)) {
-                return name;
-            }
-        }
-    }
-    OTHER
+    // A system call is charged to whoever made it: the kernel's frames are skipped.
+    frames
+        .iter()
+        .filter(|frame| !frame.starts_with("[k]"))
+        .find_map(|frame| frame_owner(frame))
+        .unwrap_or(OTHER)
 }
 
 /// Counts the samples of `perf script -F ip,sym --no-inline` output by owner. Kernel frames
@@ -127,7 +164,9 @@ fn attribute(script: &str) -> Counts {
 
 fn perf_script(data: &Path) -> anyhow::Result<String> {
     let output = std::process::Command::new("perf")
-        .args(["script", "-F", "comm,ip,sym", "--no-inline", "-i"])
+        // Inlined frames too: their names carry the generic arguments that tell whose
+        // connection a hyper task serves.
+        .args(["script", "-F", "comm,ip,sym", "-i"])
         .arg(data)
         .output()
         .context("cannot run perf (Debian's linux-perf)")?;
@@ -205,6 +244,23 @@ fn render(recorded: &[Recorded]) -> String {
             .collect();
         let _ = writeln!(out, "| {owner} | {} |", cells.join(" | "));
     }
+    // The function's own, as the per-request target counts it: our code, its logs, its metrics.
+    let own_owners = [OWNERS[0].0, OWNERS[1].0, OWNERS[OURS].0];
+    let own: Vec<String> = recorded
+        .iter()
+        .map(|r| {
+            let share: f64 = own_owners.iter().map(|owner| r.share(owner)).sum();
+            match r.cpu_us {
+                Some(cpu) => format!("**{:.1} ({:.0}%)**", cpu * share, share * 100.0),
+                None => format!("**{:.0}%**", share * 100.0),
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "| **the function's own: ours, logging and metrics** | {} |",
+        own.join(" | ")
+    );
     let totals: Vec<String> = recorded
         .iter()
         .map(|r| match r.cpu_us {
@@ -287,6 +343,11 @@ get-user
 
 get-user 
 \t          46f5e0 memcpy
+
+get-user 
+\tffffffff8226e079 tcp_sendmsg
+\t          46f5e0 __GI___writev
+\t          3e47ed lambda_runtime::runtime::process_invocation<tower::util::service_fn::ServiceFn<app::http::run::{closure#0}>>
 ";
 
     #[test]
@@ -301,7 +362,9 @@ get-user
         // The allocator called from our code is ours.
         assert_eq!(of(OWNERS[4].0), 1);
         assert_eq!(of(OTHER), 1);
-        assert_eq!(counts.values().sum::<u64>(), 5);
+        // A system call is its caller's; lambda_runtime's, though its generic argument is ours.
+        assert_eq!(of(OWNERS[RUNTIME].0), 1);
+        assert_eq!(counts.values().sum::<u64>(), 6);
     }
 
     #[test]
