@@ -176,7 +176,9 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
     let rounds = sdk
         .probes
         .iter()
-        .filter(|probe| probe.client == "sdk" && probe.gap_us == gap)
+        .filter(|probe| {
+            probe.client == "sdk" && probe.gap_us == gap && probe.operation == sdk_cost::GET_ITEM
+        })
         .count();
     let _ = writeln!(
         out,
