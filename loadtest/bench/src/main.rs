@@ -555,9 +555,7 @@ async fn main() -> anyhow::Result<()> {
                 shape,
                 &fixture,
                 &args.work_dir,
-                memory_sizes::Recording {
-                    perf_dir: args.perf_dir.as_deref(),
-                },
+                args.perf_dir.as_deref(),
             )
             .await?;
             part3.aws_latency_ms = args.memory_aws_latency_ms.max(0.0);

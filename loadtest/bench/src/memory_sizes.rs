@@ -39,14 +39,6 @@ pub struct Shape {
     pub invocations: u32,
 }
 
-/// Where `perf record` writes each measured process's warm invocations
-/// (`<dir>/<binary>-<MB>.data`), for `loadtest/bench.sh profile`; none in a normal run. The
-/// process serves as many invocations again for the recording, after the measured ones.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Recording<'a> {
-    pub perf_dir: Option<&'a Path>,
-}
-
 /// One binary at one memory size.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -112,18 +104,9 @@ impl FunctionSizes {
     /// The size with the lowest warm cost per million; among the sizes within
     /// [`COST_TOLERANCE`] of that cost, the one with the lowest warm p90 (the smaller on a tie).
     pub fn recommended(&self) -> Option<&SizeRow> {
-        let measured: Vec<&SizeRow> = self
-            .sizes
-            .iter()
-            .filter(|row| !row.warm_ms.is_empty() && row.invocations_failed == 0)
-            .collect();
-        let lowest = measured
-            .iter()
-            .map(|row| row.cost_per_million())
-            .min_by(f64::total_cmp)?;
-        measured
-            .into_iter()
-            .filter(|row| row.cost_per_million() <= lowest * (1.0 + COST_TOLERANCE))
+        let band = self.cost_band()?;
+        self.measured()
+            .filter(|row| row.cost_per_million() <= band)
             .min_by(|a, b| {
                 a.warm(0.9)
                     .total_cmp(&b.warm(0.9))
@@ -135,19 +118,31 @@ impl FunctionSizes {
     /// cost in the [`COST_TOLERANCE`] band and its warm p90 within [`P90_TOLERANCE`] of the
     /// pick's.
     pub fn follows(&self, memory_mb: u32) -> bool {
-        let (Some(best), Some(chosen)) = (self.recommended(), self.at(memory_mb)) else {
+        let (Some(best), Some(band)) = (self.recommended(), self.cost_band()) else {
             return false;
         };
-        let lowest = self
-            .sizes
+        self.measured().any(|row| {
+            row.memory_mb == memory_mb
+                && row.cost_per_million() <= band
+                && row.warm(0.9) <= best.warm(0.9) * (1.0 + P90_TOLERANCE)
+        })
+    }
+
+    /// The sizes measured cleanly: warm invocations, none failed.
+    fn measured(&self) -> impl Iterator<Item = &SizeRow> {
+        self.sizes
             .iter()
             .filter(|row| !row.warm_ms.is_empty() && row.invocations_failed == 0)
+    }
+
+    /// The highest warm cost per million that competes on p90: [`COST_TOLERANCE`] above the
+    /// lowest.
+    fn cost_band(&self) -> Option<f64> {
+        let lowest = self
+            .measured()
             .map(SizeRow::cost_per_million)
-            .fold(f64::INFINITY, f64::min);
-        !chosen.warm_ms.is_empty()
-            && chosen.invocations_failed == 0
-            && chosen.cost_per_million() <= lowest * (1.0 + COST_TOLERANCE)
-            && chosen.warm(0.9) <= best.warm(0.9) * (1.0 + P90_TOLERANCE)
+            .min_by(f64::total_cmp)?;
+        Some(lowest * (1.0 + COST_TOLERANCE))
     }
 
     fn at(&self, memory_mb: u32) -> Option<&SizeRow> {
@@ -256,7 +251,9 @@ fn at_size(subject: &Subject, memory_mb: u32) -> Subject {
 
 /// Measures every subject at every size: `runs` cold starts each in a group of that size's
 /// share, the last of which then serves `warmup` unmeasured and `invocations` measured
-/// events, one at a time, back to back. `template_mb` has each function's `MemorySize`.
+/// events, one at a time, back to back. `template_mb` has each function's `MemorySize`. With
+/// `perf_dir` (`loadtest/bench.sh profile`), the process then serves as many invocations again
+/// under `perf record`, into `<perf_dir>/<binary>-<MB>.data`.
 #[allow(clippy::too_many_arguments)]
 pub async fn measure(
     subjects: &[Subject],
@@ -267,7 +264,7 @@ pub async fn measure(
     shape: Shape,
     fixture: &Fixture,
     work_dir: &Path,
-    recording: Recording<'_>,
+    perf_dir: Option<&Path>,
 ) -> anyhow::Result<Part3> {
     let logs = work_dir.join("logs");
     std::fs::create_dir_all(&logs)?;
@@ -304,8 +301,7 @@ pub async fn measure(
                     }
                 }
                 if run + 1 == shape.runs {
-                    let perf = recording
-                        .perf_dir
+                    let perf = perf_dir
                         .map(|dir| dir.join(format!("{}-{memory_mb}.data", subject.binary)));
                     let pid = child.id();
                     serve(&subject, &session, pid, shape, fixture, &mut row, perf).await;

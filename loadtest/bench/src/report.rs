@@ -173,13 +173,7 @@ fn render_breakdown(out: &mut String, part2: &Part2, sdk: &SdkCost) {
     let gap = sdk_cost::GAP_US;
     let (sdk_gap, floor_gap) = (sdk.cpu_us("sdk", gap), sdk.cpu_us("floor", gap));
     let (sdk_tight, floor_tight) = (sdk.cpu_us("sdk", 0), sdk.cpu_us("floor", 0));
-    let rounds = sdk
-        .probes
-        .iter()
-        .filter(|probe| {
-            probe.client == "sdk" && probe.gap_us == gap && probe.operation == sdk_cost::GET_ITEM
-        })
-        .count();
+    let rounds = sdk.probes_of("sdk", sdk_cost::GET_ITEM, gap).count();
     let _ = writeln!(
         out,
         "\n## Part 2, where the CPU goes: the SDK, its floor, and the functions' own\n\n\

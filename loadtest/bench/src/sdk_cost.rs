@@ -82,16 +82,25 @@ impl SdkCost {
 
     fn median(&self, client: &str, gap_us: u64, figure: fn(&Probe) -> f64) -> f64 {
         let values: Vec<f64> = self
-            .probes
-            .iter()
-            .filter(|probe| {
-                probe.client == client
-                    && probe.gap_us == gap_us
-                    && (client != "sdk" || probe.operation == GET_ITEM)
-            })
+            .probes_of(client, GET_ITEM, gap_us)
             .map(figure)
             .collect();
         crate::cold_start::percentile(&values, 0.5)
+    }
+
+    /// The probes of `client` with `gap_us`; the SDK's only of `operation` (the floor and Redis
+    /// make one call each, whatever their probe names it).
+    pub fn probes_of<'a>(
+        &'a self,
+        client: &'a str,
+        operation: &'a str,
+        gap_us: u64,
+    ) -> impl Iterator<Item = &'a Probe> {
+        self.probes.iter().filter(move |probe| {
+            probe.client == client
+                && probe.gap_us == gap_us
+                && (client != "sdk" || probe.operation == operation)
+        })
     }
 
     /// The SDK's per-call cost the breakdown uses: with idle gaps, as a function makes them.
@@ -103,11 +112,7 @@ impl SdkCost {
     /// when it was not measured.
     pub fn operation_us(&self, operation: &str) -> f64 {
         let values: Vec<f64> = self
-            .probes
-            .iter()
-            .filter(|probe| {
-                probe.client == "sdk" && probe.gap_us == GAP_US && probe.operation == operation
-            })
+            .probes_of("sdk", operation, GAP_US)
             .map(|probe| probe.cpu_us_per_call)
             .collect();
         crate::cold_start::percentile(&values, 0.5)
