@@ -125,6 +125,13 @@ impl Boot {
         RedisSales::new(self.must(cloud::redis_from_env(&self.env).await))
     }
 
+    /// [`Self::redis_sales`] with both scripts loaded: what admits orders.
+    pub async fn redis_sales_with_scripts(&self) -> RedisSales {
+        let sales = self.redis_sales().await;
+        self.must(sales.load_scripts().await);
+        sales
+    }
+
     /// The reservations with every script loaded: what writes them.
     pub async fn reservations(&self) -> RedisReservations {
         self.must(RedisReservations::from_env(&self.env).await)

@@ -38,6 +38,20 @@ impl LuaScript {
         self.script.load_async(connection).await.map(|_| ())
     }
 
+    /// Loads every script of `scripts` in one round trip: the `SCRIPT LOAD`s go out together
+    /// on the one multiplexed connection, where one after the other would wait for each
+    /// answer (a round trip to ElastiCache apiece, at every cold start).
+    pub async fn load_all(
+        scripts: &[&LuaScript],
+        connection: &ConnectionManager,
+    ) -> RedisResult<()> {
+        let loads = scripts.iter().map(|script| {
+            let mut connection = connection.clone();
+            async move { script.load(&mut connection).await }
+        });
+        futures_util::future::try_join_all(loads).await.map(|_| ())
+    }
+
     /// An invocation to add keys and arguments to; `invoke_async` on it sends `EVALSHA`.
     pub fn prepare(&self) -> ScriptInvocation<'_> {
         self.script.prepare_invoke()

@@ -15,10 +15,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();
     let group = boot.must(boot.env().required("REDIS_CACHE_NAME"));
+    // Redis's connect and script loads wait on the network while the SDK is set up.
+    let (reservations, orders) = tokio::join!(boot.reservations(), boot.order_store());
     let control = ElastiCacheControl::new(boot.sdk_config().await);
-    let orders = boot.order_store().await;
     let sales = boot.sale_store().await;
-    let reservations = boot.reservations().await;
     let cache = RedisSales::new(reservations.connection());
     let deps = FailoverDeps {
         control: &control,

@@ -9,10 +9,10 @@ use app::seckill::payment_due_sink::SqsPaymentDueSink;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
-    let store = boot.order_store().await;
+    // Redis's connect and script loads wait on the network while the SDK is set up.
+    let (reservations, store) = tokio::join!(boot.reservations(), boot.order_store());
     let sqs = boot.sqs().await.clone();
     let payments = boot.must(SqsPaymentDueSink::from_env(boot.env(), sqs));
-    let reservations = boot.reservations().await;
     let deps = OrderDeps {
         store: &store,
         reservations: &reservations,

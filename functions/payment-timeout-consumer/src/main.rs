@@ -8,7 +8,7 @@ use app::seckill::payment_timeout;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
-    let store = boot.order_store().await;
-    let reservations = boot.reservations().await;
+    // Redis's connect and script loads wait on the network while the SDK is set up.
+    let (reservations, store) = tokio::join!(boot.reservations(), boot.order_store());
     consumer::run(|messages| payment_timeout::handle_batch(&store, &reservations, messages)).await
 }

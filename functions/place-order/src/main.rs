@@ -10,10 +10,9 @@ use app::seckill::sale_routes::{self, OrderRoute};
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let rate_limit_per_second = boot.must(sale_routes::rate_limit_from_env(boot.env()));
-    let sqs = boot.sqs().await.clone();
-    let publisher = boot.must(SqsOrderPublisher::from_env(boot.env(), sqs));
-    let admission = boot.redis_sales().await;
-    boot.must(admission.load_scripts().await);
+    // Redis's connect and script loads wait on the network while the SDK is set up.
+    let (admission, sqs) = tokio::join!(boot.redis_sales_with_scripts(), boot.sqs());
+    let publisher = boot.must(SqsOrderPublisher::from_env(boot.env(), sqs.clone()));
     let route = OrderRoute {
         admission: &admission,
         publisher: &publisher,

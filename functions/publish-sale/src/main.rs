@@ -8,8 +8,8 @@ use app::seckill::sale_routes::{self, PublishRoute};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
-    let store = boot.sale_store().await;
-    let cache = boot.redis_sales().await;
+    // Redis's connect waits on the network while the SDK is set up.
+    let (cache, store) = tokio::join!(boot.redis_sales(), boot.sale_store());
     // Queued for the page writer, which stores it in S3.
     let pages = boot.sale_page_queue().await;
     let route = PublishRoute {

@@ -9,8 +9,8 @@ use lambda_runtime::{LambdaEvent, service_fn};
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();
-    let store = boot.order_store().await;
-    let reservations = boot.reservations().await;
+    // Redis's connect and script loads wait on the network while the SDK is set up.
+    let (reservations, store) = tokio::join!(boot.reservations(), boot.order_store());
     let (store, reservations) = (&store, &reservations);
     lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
         app::emf::invocation(async move {

@@ -39,9 +39,12 @@ impl RedisSales {
 
     /// `SCRIPT LOAD`s both scripts, so that the first `EVALSHA` finds them.
     pub async fn load_scripts(&self) -> redis::RedisResult<()> {
-        let mut connection = self.connection.clone();
-        self.reserve.load(&mut connection).await?;
-        self.release.load(&mut connection).await
+        LuaScript::load_all(&self.scripts(), &self.connection).await
+    }
+
+    /// The scripts [`Self::load_scripts`] loads.
+    pub(crate) fn scripts(&self) -> [&LuaScript; 2] {
+        [&self.reserve, &self.release]
     }
 }
 

@@ -69,17 +69,11 @@ impl RedisReservations {
     pub async fn from_env(env: &Env) -> Result<Self, ReservationsError> {
         let connection = crate::cloud::redis_from_env(env).await?;
         let reservations = Self::new(connection);
-        reservations
-            .sales
-            .load_scripts()
+        let [reserve, release] = reservations.sales.scripts();
+        let scripts = [reserve, release, &reservations.claim, &reservations.cap];
+        LuaScript::load_all(&scripts, &reservations.connection)
             .await
             .map_err(ReservationsError::Scripts)?;
-        for script in [&reservations.claim, &reservations.cap] {
-            script
-                .load(&mut reservations.connection.clone())
-                .await
-                .map_err(ReservationsError::Scripts)?;
-        }
         Ok(reservations)
     }
 }

@@ -89,3 +89,32 @@ async fn a_script_that_redis_forgot_is_loaded_again() {
     assert_eq!(take_one(&script, &mut connection, &key, 1).await, 1);
     let _: () = connection.del(&key).await.unwrap();
 }
+
+#[tokio::test]
+async fn load_all_loads_every_script_it_is_given() {
+    let connection = redis().await;
+    // Sources of this test's own, so that no other test has loaded them already.
+    let marker = unique("load-all");
+    let scripts: Vec<LuaScript> = (0..3)
+        .map(|i| LuaScript::new("numbered", &format!("return {i} -- {marker}")))
+        .collect();
+    let shas: Vec<&str> = scripts.iter().map(LuaScript::sha).collect();
+    let exists = |shas: Vec<String>| {
+        let mut connection = connection.clone();
+        async move {
+            redis::cmd("SCRIPT")
+                .arg("EXISTS")
+                .arg(shas)
+                .query_async::<Vec<bool>>(&mut connection)
+                .await
+                .unwrap()
+        }
+    };
+    let owned = || shas.iter().map(|sha| sha.to_string()).collect::<Vec<_>>();
+    assert_eq!(exists(owned()).await, [false, false, false]);
+
+    let refs: Vec<&LuaScript> = scripts.iter().collect();
+    LuaScript::load_all(&refs, &connection).await.unwrap();
+    assert_eq!(exists(owned()).await, [true, true, true]);
+    LuaScript::load_all(&[], &connection).await.unwrap();
+}
