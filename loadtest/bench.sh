@@ -24,6 +24,9 @@
 #
 # --no-build: measure the release binaries already in target/release (a release build of
 # every function takes ~30 min on 2 cores); the report's command line says so.
+# Part 1 starts after `sync` and once the 1-minute load average is at most 0.5, waiting at
+# most 5 min (--settle-load, --settle-max-s; the report says what it found): right after a
+# release build, cold starts read up to a third slower.
 # --sam-build: measure the bootstraps that `make sam-build` left in .aws-sam/build (this machine's
 # architecture), i.e. what is deployed; the baselines and the harness are built the same way
 # (`cargo lambda build --release`) and everything is linked into target/sam-build/.
@@ -105,7 +108,7 @@ if [[ ${1:-} == profile ]]; then
     mkdir -p "$work/perf"
     export MOTO_PORT=${BENCH_MOTO_PORT:-3928} REDIS_PORT=${BENCH_REDIS_PORT:-3929}
     infra/run-with-emulators.sh "$0" --with-emulators profiling "$work" \
-        --skip-throughput --runs 1 --invocations 10 --memory-sizes 1769 --memory-runs 1 \
+        --skip-throughput --runs 1 --invocations 10 --settle-max-s 0 --memory-sizes 1769 --memory-runs 1 \
         --memory-warmup 500 --memory-invocations "$invocations" --memory-aws-latency-ms 0 \
         --perf-dir "$work/perf" "${only[@]}" --out "$work/functions.md"
     out=loadtest/results/functions-profile.md
@@ -146,7 +149,7 @@ if [[ $mode == smoke ]]; then
     cargo build -q --workspace --bins
     work=.local/bench-fn/smoke
     infra/run-with-emulators.sh "$0" --with-emulators debug "$work" \
-        --runs 1 --invocations 2 --instances 1 --concurrency 2 --requests 50 --warmup 5 \
+        --runs 1 --invocations 2 --settle-max-s 0 --instances 1 --concurrency 2 --requests 50 --warmup 5 \
         --duration 5 --sdk-rounds 1 --sdk-calls 100 --sdk-warmup 10 \
         --memory-sizes 128,1769 --memory-runs 1 --memory-warmup 2 \
         --memory-invocations 5 --memory-only get-user --memory-only notification-consumer \

@@ -154,6 +154,8 @@ mod tests {
         ColdStart {
             binary: binary.to_owned(),
             init_ms: init_ms.to_vec(),
+            init_cpu_ms: Vec::new(),
+            init_faults: Vec::new(),
             init_failures: 0,
             size_bytes: 1 << 20,
             stripped_bytes: None,
@@ -195,6 +197,7 @@ mod tests {
                 binaries_dir: "target/debug".to_owned(),
                 work_dir: ".local/bench-fn".to_owned(),
                 load_average: Vec::new(),
+                settled: None,
             },
             part1: vec![
                 cold("hello-runtime", &[1.5, 1.6]),

@@ -70,6 +70,15 @@ pub struct Args {
     /// Cold starts per binary.
     #[arg(long, default_value_t = 20)]
     runs: u32,
+    /// Part 1 waits (after `sync`) until the 1-minute load average is at most this: a cold
+    /// start of a few milliseconds measured while a build's aftermath (its written files
+    /// flushed, its jobs' load) still runs reads up to a third slower.
+    #[arg(long, default_value_t = 0.5)]
+    settle_load: f64,
+    /// The longest part 1 waits for `--settle-load`, seconds (0: not at all); then it starts
+    /// anyway, and the report says so.
+    #[arg(long, default_value_t = 300)]
+    settle_max_s: u64,
     /// Invocations served before peak memory is read.
     #[arg(long, default_value_t = 50)]
     invocations: u32,
@@ -379,6 +388,39 @@ fn draw_figure(results: &report::Results, out: &Path) -> anyhow::Result<String> 
         .into_owned())
 }
 
+/// Waits for a quiet machine before part 1: `sync` (so that no build's written files are
+/// flushed during it), then until the 1-minute load average is at most `load`, for at most
+/// `max`. What it found, for the report.
+async fn settle(load: f64, max: Duration) -> String {
+    let _ = std::process::Command::new("sync").status();
+    let started = std::time::Instant::now();
+    loop {
+        let now = report::one_minute_load();
+        let waited = started.elapsed().as_secs();
+        if now.is_some_and(|now| now <= load) {
+            return format!(
+                "Part 1 started after sync and {waited} s of waiting for the 1-minute load \
+                 average to fall to {load:.2} (it read {:.2})",
+                now.unwrap_or(f64::NAN)
+            );
+        }
+        if started.elapsed() >= max || now.is_none() {
+            return format!(
+                "Part 1 started after sync and {waited} s of waiting, with the 1-minute load \
+                 average at {} (above --settle-load {load:.2}: its figures read slower)",
+                now.map_or("unknown".to_owned(), |now| format!("{now:.2}"))
+            );
+        }
+        eprintln!(
+            "  part 1 waits for a quiet machine: 1-minute load average {:.2}, above {load:.2} \
+             ({waited} of at most {} s)",
+            now.unwrap_or(f64::NAN),
+            max.as_secs()
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -490,6 +532,8 @@ async fn main() -> anyhow::Result<()> {
         subjects.len(),
         args.runs
     );
+    let mut run = run;
+    run.settled = Some(settle(args.settle_load, Duration::from_secs(args.settle_max_s)).await);
     let runtime = runtime_api::RuntimeApi::start(args.runtime_address).await?;
     let part1 = cold_start::measure(
         &subjects,
@@ -583,7 +627,6 @@ async fn main() -> anyhow::Result<()> {
         )
     };
 
-    let mut run = run;
     run.load_average.push(report::load_average());
     let results = report::Results {
         run,
