@@ -217,6 +217,7 @@ mod tests {
                     load("hello-http", 1000.0, 3.0),
                     load("hello-http", 900.0, 3.2),
                 ],
+                hello_getitem: None,
                 rows: vec![Part2Row {
                     measured: load("follow", 160.0, 19.0),
                     aws_calls: Default::default(),
@@ -309,6 +310,71 @@ mod tests {
         ] {
             assert!(report.contains(line), "{line:?} missing from:\n{report}");
         }
+    }
+
+    #[test]
+    fn a_missed_per_request_target_is_read_again_at_a_calls_cost_inside_a_function() {
+        use crate::sdk_cost::GAP_US;
+        let mut results = results();
+        let part2 = results.part2.as_mut().unwrap();
+        for hello in &mut part2.hello {
+            hello.cpu.function_ms = 0.1;
+        }
+        // follow: 0.6 ms with 3 GetItem (0.1 ms each at the probe) and 2 Redis commands
+        // (0.01) per request: own 0.6 - 0.1 - 0.32 = 0.18 ms = 30%; ceiling 0.516 ms.
+        part2.rows[0].measured.cpu.function_ms = 0.6;
+        part2.rows[0].aws_calls = [("DynamoDB_20120810.GetItem".to_owned(), 315)].into();
+        part2.rows[0].redis_commands = 210;
+        results.sdk = Some(crate::sdk_cost::SdkCost {
+            command: "sdk-floor".to_owned(),
+            probes: vec![probe("sdk", GAP_US, 100.0), probe("redis", GAP_US, 10.0)],
+        });
+        let report = crate::report::render(&results, None, "functions.svg");
+        assert!(report.contains("= 30%; over: follow 30%\n"), "{report}");
+        assert!(
+            report.contains("(+16% against the bound); over: follow +16%\n"),
+            "{report}"
+        );
+        assert!(report.contains("not measured in this run"), "{report}");
+        assert!(report.contains("| 1.16x ✗ | n/a | n/a |"), "{report}");
+
+        // hello-getitem at 0.23 ms: a GetItem costs 0.13 ms inside a function, 1.3x the
+        // probe's. At that: own 0.6 - 0.1 - 0.39 - 0.02 = 0.09 ms = 15%; the ceiling
+        // 0.1 + 1.3 x 0.41 = 0.633 ms, which 0.6 is 5% under.
+        let mut getitem = load("hello-getitem", 900.0, 3.5);
+        getitem.cpu.function_ms = 0.23;
+        results.part2.as_mut().unwrap().hello_getitem = Some(getitem);
+        let report = crate::report::render(&results, None, "functions.svg");
+        for line in [
+            "= 30%; over: follow 30%. What bounds it: one `GetItem` from an otherwise empty \
+             `lambda_http` function (hello-getitem) costs 0.130 ms of CPU over hello-http's, \
+             1.30x the probe's 0.100 ms",
+            "With every call charged at 1.30x its probe's cost, worst follow at 15%, and 1 of 1 \
+             routes within the bound\n",
+            "worst follow at -5% against the bound, and 1 of 1 routes within the bound\n",
+            "0.230 ms per request (100 requests, 0 unexpected answers): 0.130 ms over \
+             hello-http's, 1.30x the probe's `GetItem`",
+            "| 1.16x ✗ | 0.090 | 15% |",
+        ] {
+            assert!(report.contains(line), "{line:?} missing from:\n{report}");
+        }
+
+        // A route with no AWS call stays where it was, and is named as still over.
+        let mut sandbox = load("payment-sandbox", 900.0, 3.0);
+        sandbox.cpu.function_ms = 0.3;
+        results.part2.as_mut().unwrap().rows.push(Part2Row {
+            measured: sandbox,
+            aws_calls: Default::default(),
+            redis_commands: 0,
+        });
+        let report = crate::report::render(&results, None, "functions.svg");
+        assert!(
+            report.contains(
+                "worst payment-sandbox at 67%, and 1 of 2 routes within the bound; still over: \
+                 payment-sandbox 67%, no AWS call\n"
+            ),
+            "{report}"
+        );
     }
 
     #[test]

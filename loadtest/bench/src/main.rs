@@ -318,6 +318,16 @@ async fn part2(
         let before =
             throughput::measure("hello-http", &hello, shape, fixture, &tokens, args.stub_pid)
                 .await?;
+        eprintln!("  hello-getitem (hello-http + one GetItem)");
+        let hello_getitem = throughput::measure(
+            "hello-getitem",
+            &hello,
+            shape,
+            fixture,
+            &tokens,
+            args.stub_pid,
+        )
+        .await?;
         for spec in functions.iter().filter(|spec| is_http(spec)) {
             eprintln!("  {}", spec.binary);
             let calls_before = report::stub_calls(&args.stub_url).await.unwrap_or_default();
@@ -356,6 +366,7 @@ async fn part2(
             app_command: app.command.clone(),
             hello_command: hello.command.clone(),
             hello: [before, after],
+            hello_getitem: Some(hello_getitem),
             rows,
         })
     }

@@ -186,6 +186,10 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
             caller: None,
             ..call("GET", "/hello", vec![])
         },
+        "hello-getitem" => Call {
+            caller: None,
+            ..call("GET", "/hello/item", vec![])
+        },
         "put-profile" => Call {
             body: Some(json!({ "displayName": format!("Bench {me}") }).to_string()),
             ..call("PUT", "/users/me", vec![])
