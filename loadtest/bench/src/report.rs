@@ -137,9 +137,10 @@ impl Breakdown {
     }
 }
 
-/// Why the per-request targets, which charge each call at the probe's cost, are missed:
-/// what one `GetItem` costs inside a Lambda process (hello-getitem), and the targets read
-/// with every call charged at that. Empty without hello-getitem.
+/// Why a per-request target, which charges each call at the probe's cost, is missed: what one
+/// `GetItem` costs inside a Lambda process (hello-getitem), and the target (`judged`: a
+/// route's figure and whether it is over) read with every call charged at that. Empty when
+/// no route is over, or without hello-getitem.
 fn per_request_bound(
     part2: &Part2,
     sdk: &SdkCost,
@@ -150,6 +151,9 @@ fn per_request_bound(
     let Some(factor) = part2.in_function_factor(sdk) else {
         return String::new();
     };
+    if !rows.iter().any(|(_, b)| judged(b).1) {
+        return String::new();
+    }
     let Some((binary, worst)) = rows
         .iter()
         .map(|(binary, b)| (binary, judged(&b.in_function(factor))))
@@ -198,17 +202,13 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             .filter(|(_, b)| b.own_share() > OWN_SHARE_MAX)
             .map(|(binary, b)| format!("{binary} {:.0}%", b.own_share() * 100.0))
             .collect();
-        let bound = if over.is_empty() {
-            String::new()
-        } else {
-            per_request_bound(
-                part2,
-                sdk,
-                &rows,
-                |b| (b.own_share(), b.own_share() > OWN_SHARE_MAX),
-                |share| format!("{:.0}%", share * 100.0),
-            )
-        };
+        let bound = per_request_bound(
+            part2,
+            sdk,
+            &rows,
+            |b| (b.own_share(), b.own_share() > OWN_SHARE_MAX),
+            |share| format!("{:.0}%", share * 100.0),
+        );
         let _ = writeln!(
             out,
             "- The function's own CPU at most {:.0}% of its CPU per request (after hello-http's {:.3} ms, its AWS calls at the SDK's cost per operation, `GetItem` {:.3} ms, and its Redis commands × {:.3} ms): {} — worst {binary} at {:.3} of {:.3} ms = {:.0}%{}{bound}",
@@ -233,17 +233,13 @@ fn breakdown_summary(out: &mut String, part2: &Part2, sdk: &SdkCost) {
             .filter(|(_, b)| ratio(b) > 1.0)
             .map(|(binary, b)| format!("{binary} {:+.0}%", (ratio(b) - 1.0) * 100.0))
             .collect();
-        let bound = if over.is_empty() {
-            String::new()
-        } else {
-            per_request_bound(
-                part2,
-                sdk,
-                &rows,
-                |b| (ratio(b), ratio(b) > 1.0),
-                |ratio| format!("{:+.0}% against the bound", (ratio - 1.0) * 100.0),
-            )
-        };
+        let bound = per_request_bound(
+            part2,
+            sdk,
+            &rows,
+            |b| (ratio(b), ratio(b) > 1.0),
+            |ratio| format!("{:+.0}% against the bound", (ratio - 1.0) * 100.0),
+        );
         let _ = writeln!(
             out,
             "- CPU per request at most hello-http's + {SDK_CEILING_FACTOR} × (AWS calls × the SDK's per-call cost + Redis commands × Redis's): {} — worst {binary} at {:.3} ms against {:.3} ms ({:+.0}% against the bound){}{bound}",
