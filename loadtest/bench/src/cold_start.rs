@@ -89,8 +89,14 @@ pub struct InitSplit {
 /// faults (`/proc/<pid>/stat`), read while it waits for its first event.
 fn init_counters(pid: u32) -> Option<(f64, f64)> {
     let mut cpu_ns = 0u64;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let schedstat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        // A thread that ended since the listing is skipped, not the whole reading.
+        let Ok(schedstat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
         cpu_ns += schedstat.split_whitespace().next()?.parse::<u64>().ok()?;
     }
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

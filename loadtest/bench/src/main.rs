@@ -502,7 +502,7 @@ async fn main() -> anyhow::Result<()> {
             "part 3 (--skip-memory-sizes)",
         )?)
     };
-    let run = report::RunInfo::now(
+    let mut run = report::RunInfo::now(
         &args.command,
         args.runs,
         args.invocations,
@@ -543,7 +543,6 @@ async fn main() -> anyhow::Result<()> {
         subjects.len(),
         args.runs
     );
-    let mut run = run;
     run.settled = Some(settle(args.settle_load, Duration::from_secs(args.settle_max_s)).await);
     let runtime = runtime_api::RuntimeApi::start(args.runtime_address).await?;
     let part1 = cold_start::measure(

@@ -435,12 +435,13 @@ fn is_baseline(binary: &str) -> bool {
 /// What bounds a missed cold start, by measurement: the worst's init on a CPU, its page faults
 /// and its wait, beside hello-runtime's (empty from a run that did not read them).
 fn init_bound(worst: &ColdStart, baseline: Option<&ColdStart>) -> String {
-    let (Some(worst_split), Some(base)) =
-        (worst.init_split(), baseline.and_then(ColdStart::init_split))
-    else {
+    let Some(baseline) = baseline else {
         return String::new();
     };
-    let extra = worst.percentile(0.5) - baseline.map_or(f64::NAN, |b| b.percentile(0.5));
+    let (Some(worst_split), Some(base)) = (worst.init_split(), baseline.init_split()) else {
+        return String::new();
+    };
+    let extra = worst.percentile(0.5) - baseline.percentile(0.5);
     format!(
         ". What bounds it: {}'s init ran {:.2} ms on a CPU with {:.0} page faults and waited \
          {:.2} ms, against hello-runtime's {:.2} ms, {:.0} faults and {:.2} ms: of its {:.2} ms \
@@ -643,12 +644,7 @@ impl RunInfo {
 /// The 1, 5 and 15 minute load averages.
 /// The 1-minute load average, when `/proc/loadavg` can be read.
 pub fn one_minute_load() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    load_average().split_whitespace().next()?.parse().ok()
 }
 
 pub fn load_average() -> String {
@@ -741,6 +737,7 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
     ordered.sort_by_key(|c| (!is_baseline(&c.binary), c.binary.clone()));
     for cold in ordered {
         let through_runner = peak_kb_through_runner(cold, part2);
+        let split = cold.init_split();
         let ratio = cold.percentile(0.5) / floor;
         let flag = |bad: bool| if bad { " ✗" } else { "" };
         let size = cold.stripped_bytes.unwrap_or(cold.size_bytes) as f64 / MIB;
@@ -757,10 +754,8 @@ pub fn render(results: &Results, notes: Option<&str>, figure: &str) -> String {
             cold.percentile(0.9),
             ratio,
             flag(!is_baseline(&cold.binary) && ratio > INIT_RATIO_MAX),
-            cold.init_split()
-                .map_or("n/a".to_owned(), |split| format!("{:.2}", split.cpu_ms)),
-            cold.init_split()
-                .map_or("n/a".to_owned(), |split| format!("{:.0}", split.faults)),
+            split.map_or("n/a".to_owned(), |split| format!("{:.2}", split.cpu_ms)),
+            split.map_or("n/a".to_owned(), |split| format!("{:.0}", split.faults)),
             size,
             flag(size >= SIZE_MAX_MIB),
             mib(cold.vm_hwm_kb),
