@@ -36,6 +36,8 @@
 //!   for a moment (transaction conflicts, throttling).
 //! - [`dynamo`], [`queue`], [`script`] (adapters): DynamoDB transactions, reads, paged
 //!   queries and attributes, SQS queues, Redis Lua scripts.
+//! - [`sample_events`] (tests, tools): the sample events of `events/` for invoking the
+//!   functions that are not HTTP routes by hand, and their builders.
 //! - `testing` (tests only): helpers of the unit tests.
 //!
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the
@@ -57,6 +59,7 @@ pub mod ids;
 pub mod once;
 pub mod queue;
 pub mod retry;
+pub mod sample_events;
 pub mod script;
 pub mod seckill;
 pub mod social;
