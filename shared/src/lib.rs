@@ -17,6 +17,8 @@
 //! - [`emf`] (boundary): the functions' own metrics, as CloudWatch Embedded Metric Format
 //!   lines written once per invocation; the table of every metric.
 //! - [`auth`] (boundary): who is calling, from the JWT authorizer's verified claims.
+//! - [`local_token`] (boundary): the local HS256 bearer tokens of `make token`, verified by
+//!   the runner's authorizer, and by the functions themselves under `sam local` only.
 //! - [`admin_mfa`] (domain, port, adapter): the Cognito trigger that keeps `admin` out of
 //!   tokens without MFA.
 //! - [`http`] (routes): JSON in and out, and the error body and status of every route.
@@ -56,6 +58,7 @@ pub mod emf;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod local_token;
 pub mod once;
 pub mod queue;
 pub mod retry;
