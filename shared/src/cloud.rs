@@ -259,8 +259,10 @@ impl SecretOnFirstUse {
 /// The S3 client. Path-style addressing when an endpoint is overridden (the local emulator,
 /// LocalStack), whose buckets have no DNS names; virtual-hosted, as AWS prefers, otherwise.
 pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
-    let path_style = std::env::vars()
-        .any(|(name, _)| name == "AWS_ENDPOINT_URL" || name == "AWS_ENDPOINT_URL_S3");
+    // Empty counts as unset, as in `sdk_config` (the template declares AWS_ENDPOINT_URL empty).
+    let path_style = std::env::vars().any(|(name, value)| {
+        (name == "AWS_ENDPOINT_URL" || name == "AWS_ENDPOINT_URL_S3") && !value.trim().is_empty()
+    });
     let s3 = aws_sdk_s3::config::Builder::from(config)
         .force_path_style(path_style)
         .build();

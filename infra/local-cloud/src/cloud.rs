@@ -5,6 +5,7 @@ use crate::cpu_quota::CpuQuota;
 use crate::dashboard::Dashboard;
 use crate::faults::{FaultPlan, Faults, proxy};
 use crate::gateway::{self, Route};
+use crate::lambda_api::LambdaApi;
 use crate::model::{EventSpec, Model};
 use crate::pages::Pages;
 use crate::runtime::{Runtime, RuntimeOptions};
@@ -180,9 +181,12 @@ async fn upload_pages(model: &Model, options: &CloudOptions) -> anyhow::Result<O
     Ok(Some(pages))
 }
 
-/// The `--env-vars` file of `sam local start-api` for this model: each function's resolved
-/// environment, with the endpoint as the function containers reach it (`container_endpoint`
-/// replacing `host_endpoint` in queue URLs), and the Redis URL they reach.
+/// The `--env-vars` file of `sam local start-api` and `sam local invoke` for this model: each
+/// function's resolved environment under its logical id, with the endpoint as the function
+/// containers reach it (`container_endpoint`, also replacing `host_endpoint` in queue URLs) in
+/// `AWS_ENDPOINT_URL`, and the Redis URL they reach in `REDIS_URL` where the function declares
+/// it. SAM only overrides variables that the template declares for the function, so the file
+/// sets nothing else (a contract test reads both).
 pub fn sam_env_vars(
     model: &Model,
     host_endpoint: &str,
@@ -192,18 +196,19 @@ pub fn sam_env_vars(
     let host = host_endpoint.trim_end_matches('/');
     let container = container_endpoint.trim_end_matches('/');
     let mut file = serde_json::Map::new();
-    file.insert(
-        "Parameters".to_owned(),
-        serde_json::json!({
-            "AWS_ENDPOINT_URL": container,
-            "REDIS_URL": container_redis_url,
-        }),
-    );
     for function in &model.functions {
         let environment: serde_json::Map<String, serde_json::Value> = function
             .environment
             .iter()
-            .map(|(name, value)| (name.clone(), value.replace(host, container).into()))
+            .map(|(name, value)| {
+                let value = match name.as_str() {
+                    "AWS_ENDPOINT_URL" => container.to_owned(),
+                    "REDIS_URL" => container_redis_url.to_owned(),
+                    _ if host.is_empty() => value.clone(),
+                    _ => value.replace(host, container),
+                };
+                (name.clone(), value.into())
+            })
             .collect();
         file.insert(function.logical_id.clone(), environment.into());
     }
@@ -244,10 +249,12 @@ impl LocalCloud {
 
         let mut routes = Vec::new();
         let mut subscribers = Vec::new();
+        let mut invocable = Vec::new();
         for spec in &model.functions {
             let handle = runtime
                 .function(&spec.name)
                 .with_context(|| format!("function {} did not start", spec.name))?;
+            invocable.push((spec, handle.clone()));
             for event in &spec.events {
                 if let EventSpec::Http(route) = event {
                     let mut spec = route.clone();
@@ -276,6 +283,7 @@ impl LocalCloud {
             });
         }
 
+        let lambda = LambdaApi::new(invocable, &context.region, &context.account_id);
         let pages = upload_pages(&model, &options).await?;
         let listener = tokio::net::TcpListener::bind(options.address)
             .await
@@ -288,6 +296,7 @@ impl LocalCloud {
             options.jwt_secret.clone(),
             context.dashboard.clone(),
             pages,
+            Some(lambda),
             async move {
                 let _ = stopped.await;
             },

@@ -264,8 +264,10 @@ fn function_env(
     // Lambda always sets these; the SDKs need them.
     env.insert("AWS_REGION".into(), region.into());
     env.insert("AWS_DEFAULT_REGION".into(), region.into());
-    env.extend(options.base_env.iter().map(|(k, v)| (k.clone(), v.clone())));
     env.extend(spec.environment.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // The local endpoints win over the template, which declares AWS_ENDPOINT_URL and REDIS_URL
+    // empty for AWS: as `sam local --env-vars` overrides what the template declares.
+    env.extend(options.base_env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(overrides) = options.env_overrides.get(&spec.name) {
         env.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
     }

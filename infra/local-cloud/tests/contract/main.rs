@@ -2,14 +2,18 @@
 //! exactly the routes that `template.yaml` serves, with the same authorizers, and every
 //! function's IAM policy grants only what its code uses; and the runner reads `template.yaml`
 //! as the project means it (`template`); the shop's bucket, distribution and sign-in client
-//! are private and least-privilege (`shop`).
+//! are private and least-privilege (`shop`); `sam local` gets every variable it needs and no
+//! function is ever told that it runs under SAM (`sam_local`); the LocalStack profile starts what
+//! the runner provisions (`localstack`).
 
 mod aws_rules;
 mod cognito;
 mod contention;
 mod dashboard;
+mod localstack;
 mod openapi;
 mod policies;
+mod sam_local;
 mod shop;
 mod support;
 mod template;
