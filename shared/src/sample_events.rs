@@ -11,7 +11,7 @@
 //! Names are the local runner's: region [`REGION`], account [`ACCOUNT_ID`], stack [`STACK`],
 //! a resource without a name of its own named `<stack>-<LogicalId>`.
 
-use crate::dynamo::{Item, n, s};
+use crate::dynamo::Item;
 use crate::events::{
     Envelope, FollowPayload, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue,
     SALE_PAGE_RENDERED, SalePageRendered, USER_FOLLOWED, USER_UNFOLLOWED,
@@ -21,7 +21,6 @@ use crate::seckill::orders::PaymentMethod;
 use crate::seckill::sale::{Lifecycle, Sale};
 use crate::seckill::sale_page;
 use crate::social::follow::OUTBOX_TTL_SECONDS;
-use crate::social::keys::{OUTBOX_SK, outbox_pk};
 use anyhow::Context;
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
 use aws_lambda_events::cognito::{
@@ -132,25 +131,17 @@ pub fn sqs_event<P: Serialize>(
     Ok(event)
 }
 
-/// The outbox item of `event` as the follow transaction writes it (`graph_store`'s outbox
-/// put): the event's JSON under `OUTBOX#<eventId>` / `EVENT`, expiring
-/// [`OUTBOX_TTL_SECONDS`] after it occurred.
+/// The outbox item of `event` as the follow transaction writes it
+/// ([`crate::social::graph_store::outbox_item`]), expiring [`OUTBOX_TTL_SECONDS`] after it
+/// occurred.
 pub fn outbox_item(event: &Envelope<FollowPayload>) -> anyhow::Result<Item> {
     let occurred = time::OffsetDateTime::parse(
         &event.occurred_at,
         &time::format_description::well_known::Rfc3339,
     )
     .with_context(|| format!("occurredAt {:?} is not RFC 3339", event.occurred_at))?;
-    let text = serde_json::to_string(event).context("failed to encode the event")?;
-    Ok(HashMap::from([
-        ("pk".to_owned(), s(outbox_pk(&event.id))),
-        ("sk".to_owned(), s(OUTBOX_SK)),
-        ("event".to_owned(), s(text)),
-        (
-            "expiresAt".to_owned(),
-            n(occurred.unix_timestamp() + OUTBOX_TTL_SECONDS),
-        ),
-    ]))
+    crate::social::graph_store::outbox_item(event, occurred.unix_timestamp() + OUTBOX_TTL_SECONDS)
+        .context("failed to encode the event")
 }
 
 /// The DynamoDB Streams event of `items` inserted into the table whose stream is `stream_arn`
@@ -624,6 +615,7 @@ pub fn readme(samples: &[Sample]) -> String {
 mod tests {
     use super::*;
     use crate::admin_mfa::{self, DirectoryError, MfaDirectory};
+    use crate::dynamo::{n, s};
     use crate::events::SocialEvent;
     use crate::ids::UserId;
     use crate::seckill::failover::CacheEvent;

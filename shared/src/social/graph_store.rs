@@ -113,21 +113,32 @@ impl DynamoSocialStore {
     }
 
     fn outbox_put(&self, change: &GraphChange) -> Result<TransactWriteItem, StoreError> {
-        let event = serde_json::to_string(&change.event).context("failed to encode the event")?;
+        let item = outbox_item(&change.event, change.event_expires_at)
+            .context("failed to encode the event")?;
         let put = Put::builder()
             .table_name(&self.table.name)
-            .set_item(Some(HashMap::from([
-                ("pk".to_owned(), s(outbox_pk(&change.event.id))),
-                ("sk".to_owned(), s(OUTBOX_SK)),
-                ("event".to_owned(), s(event)),
-                ("expiresAt".to_owned(), n(change.event_expires_at)),
-            ])))
+            .set_item(Some(item))
             // Ids are UUIDs; the condition only makes a collision loud instead of silent.
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .context("failed to build the outbox put")?;
         Ok(TransactWriteItem::builder().put(put).build())
     }
+}
+
+/// The outbox item of a follow event, as the follow transaction writes it and the relay reads
+/// it from the stream: the event's JSON under `OUTBOX#<eventId>` / `EVENT`, deletable by TTL
+/// after `expires_at` (epoch seconds). The sample events (`crate::sample_events`) use it too.
+pub fn outbox_item(
+    event: &crate::events::Envelope<crate::events::FollowPayload>,
+    expires_at: i64,
+) -> Result<crate::dynamo::Item, serde_json::Error> {
+    Ok(HashMap::from([
+        ("pk".to_owned(), s(outbox_pk(&event.id))),
+        ("sk".to_owned(), s(OUTBOX_SK)),
+        ("event".to_owned(), s(serde_json::to_string(event)?)),
+        ("expiresAt".to_owned(), n(expires_at)),
+    ]))
 }
 
 fn unexpected(label: Item, what: &str) -> StoreError {
