@@ -8,7 +8,7 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
-        emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay load bench \
+        emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
         schemathesis
 
 help: ## list the targets
@@ -55,6 +55,10 @@ dlq-replay: ## move a queue's DLQ messages back to it: make dlq-replay QUEUE=Not
 	@test -n "$(QUEUE)" || { echo "usage: make dlq-replay QUEUE=<queue logical id>" >&2; exit 2; }
 	@if [ -z "$$AWS_ENDPOINT_URL" ]; then set -a; . .local/dev/emulators.env; set +a; fi; \
 	  cargo run -q -p local-cloud -- dlq-replay --queue "$(QUEUE)" $(ARGS)
+
+invoke: ## send an event to one function of `make dev` (Lambda's Invoke API): make invoke FN=OrderConsumerFunction EVENT=events/order-consumer.json
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<logical id or function name> EVENT=events/<file>.json [URL=http://127.0.0.1:3000]" >&2; exit 2; }
+	@infra/invoke.sh "$(FN)" "$(EVENT)" $(URL)
 
 load: ## Artillery load: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=name]
 	@test -n "$(SCENARIO)" || { echo "usage: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=stack name]" >&2; exit 2; }

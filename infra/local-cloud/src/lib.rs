@@ -12,6 +12,8 @@
 //!   invokes it, one invocation at a time per instance.
 //! - [`jwt`]: the local stand-in for the JWT authorizer (HS256), and `make token`.
 //! - [`gateway`]: the HTTP API on 127.0.0.1, payload format 2.0.
+//! - [`lambda_api`]: Lambda's Invoke API beside it (`aws lambda invoke --endpoint-url`,
+//!   `make invoke`).
 //! - [`dashboard`]: the live dashboard at `/_local/dashboard` and what it records.
 //! - [`pages`]: the shop's pages under `/shop/`, from the emulator's S3, as the cloud's
 //!   distribution serves them.
@@ -33,6 +35,7 @@ pub mod dashboard;
 pub mod faults;
 pub mod gateway;
 pub mod jwt;
+pub mod lambda_api;
 pub mod loopback;
 pub mod model;
 pub mod pages;

@@ -16,6 +16,7 @@ mod throttle;
 
 use crate::dashboard::{self, Dashboard};
 use crate::jwt;
+use crate::lambda_api::{self, LambdaApi};
 use crate::loopback::Peer;
 use crate::model::HttpRoute;
 use crate::pages::Pages;
@@ -58,19 +59,23 @@ pub struct Route {
 
 /// Serves the HTTP API on `listener` until `shutdown` resolves, then lets the requests in
 /// flight finish (for a few seconds at most). Paths under `/_local/` are the runner's own
-/// tools, `dashboard`'s, and those under `/shop/` the pages', whatever the routes.
+/// tools, `dashboard`'s, those under `/shop/` the pages', and those under `/2015-03-31/`
+/// Lambda's Invoke API (`lambda`), whatever the routes.
 pub async fn serve(
     listener: TcpListener,
     routes: Vec<Route>,
     jwt_secret: Vec<u8>,
     dashboard: Arc<Dashboard>,
     pages: Option<Pages>,
+    lambda: Option<LambdaApi>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let local = listener
         .local_addr()
         .context("the HTTP API listener has no address")?;
-    let gateway = Arc::new(Gateway::new(routes, jwt_secret, local, dashboard, pages)?);
+    let gateway = Arc::new(Gateway::new(
+        routes, jwt_secret, local, dashboard, pages, lambda,
+    )?);
     crate::loopback::serve_until(
         listener,
         gateway,
@@ -111,6 +116,8 @@ struct Gateway {
     dashboard: Arc<Dashboard>,
     /// The shop's pages under `/shop/`, when the template has their bucket.
     pages: Option<Pages>,
+    /// Lambda's Invoke API, when the cloud serves it.
+    lambda: Option<LambdaApi>,
 }
 
 impl Gateway {
@@ -120,6 +127,7 @@ impl Gateway {
         local: SocketAddr,
         dashboard: Arc<Dashboard>,
         pages: Option<Pages>,
+        lambda: Option<LambdaApi>,
     ) -> anyhow::Result<Self> {
         let router = router::Router::new(
             routes
@@ -157,10 +165,18 @@ impl Gateway {
             local,
             dashboard,
             pages,
+            lambda,
         })
     }
 
     async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
+        // Lambda's API, not the HTTP API's: no route, throttle, authorizer or apigw-requestid.
+        if let Some(lambda) = &self.lambda
+            && lambda_api::is_lambda_api(request.uri().path())
+        {
+            let (parts, body) = request.into_parts();
+            return lambda.respond(&parts, body).await;
+        }
         let request_id = RequestId::new();
         let mut response = self.respond(request, peer, request_id.as_str()).await;
         response

@@ -170,6 +170,7 @@ async fn spawn_api_in(
         SECRET.to_vec(),
         dashboard,
         None,
+        None,
         async move {
             let _ = stopped.await;
         },

@@ -2,6 +2,7 @@
 
 mod gateway;
 mod gateway_load;
+mod invoke;
 mod lambda_cpu;
 mod provision;
 mod sources;
