@@ -9,7 +9,7 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 
 .PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
-        schemathesis
+        schemathesis sam-local sam-invoke deploy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -30,7 +30,8 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
 	  "sam build for x86_64 Lambda (release profile)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
-	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check"
+	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check" \
+	  "sam local on Docker: start-api, then invoke a consumer and the relay|$(SAM_E2E)"
 
 fmt: ## format the code
 	cargo fmt --all
@@ -85,6 +86,22 @@ release: ## release build of every function (host architecture)
 
 ARCH ?= arm64
 
+# The SAM end-to-end test (infra/local-cloud/tests/sam): ignored in the other runs, since it
+# needs `sam local start-api` running on the bootstraps of .aws-sam/build.
+SAM_E2E_TEST := $(if $(findstring nextest,$(NEXTEST)),$(NEXTEST) -p local-cloud --test sam --run-ignored only,cargo test -p local-cloud --test sam -- --ignored)
+SAM_E2E := LOCAL_STATE=.local/test-sam infra/sam-local.sh --no-build --port 0 --run $(SAM_E2E_TEST)
+
+sam-local: ## SAM's own loop on Docker: sam build, emulators, sam local start-api on :3000 (PORT=, ARGS=--no-build)
+	@infra/sam-local.sh --port $(or $(PORT),3000) $(ARGS)
+
+sam-invoke: ## sam local invoke while make sam-local runs: make sam-invoke FN=OrderConsumerFunction EVENT=events/order-consumer.json
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make sam-invoke FN=<logical id> EVENT=events/<file>.json" >&2; exit 2; }
+	@infra/sam-local.sh invoke "$(FN)" "$(EVENT)"
+
+deploy: ## sam deploy of what sam-build built, with its Architecture: make deploy ENV=dev|prod
+	@test -n "$(ENV)" || { echo "usage: make deploy ENV=dev|prod" >&2; exit 2; }
+	@infra/deploy.sh $(ENV)
+
 sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
 	@infra/sam-build.sh $(ARCH)
 
@@ -95,7 +112,7 @@ deploy-pages: ## after sam deploy: the shop's pages to the stack's bucket: make 
 	@test -n "$(STACK)" || { echo "usage: make deploy-pages STACK=<stack> [REGION=<region>]" >&2; exit 2; }
 	@infra/deploy-pages.sh $(STACK) $(REGION)
 
-clean-local: ## stop the emulators and delete project-local state (.local)
-	-LOCAL_STATE=.local/dev infra/emulators/stop.sh
-	-LOCAL_STATE=.local/test infra/emulators/stop.sh
+clean-local: ## stop the emulators (and the SAM loop's engine) and delete project-local state (.local)
+	-for state in .local/dev .local/test .local/sam .local/test-sam; do \
+	  LOCAL_STATE=$$state infra/emulators/stop.sh; done
 	rm -rf .local

@@ -3,8 +3,8 @@
 #
 # The real `sam build` of template.yaml for Lambda, from the project-local venv .local/venv/sam
 # (the SAM CLI and cargo-lambda with its zig linker, pinned in infra/python/sam.txt), with
-# `--parameter-overrides Architecture=ARCH` so that the template's Architectures and the
-# compile target agree. Every function is `BuildMethod: rust-cargolambda`: SAM runs
+# samconfig.toml's parameters and `Architecture=ARCH` (infra/sam-parameters.sh), so that the
+# template's Architectures and the compile target agree. Every function is `BuildMethod: rust-cargolambda`: SAM runs
 # `cargo lambda build --release [--arm64] --bin NAME` per function, into the workspace's
 # target/, and copies the binary to .aws-sam/build/<LogicalId>/bootstrap. Prints the whole
 # build's wall time; infra/sam-check.sh checks the result.
@@ -61,7 +61,7 @@ arch_flag=()
 echo "sam-build: cargo lambda build --release${arch_flag[*]:+ ${arch_flag[*]}} -p ... ($((${#packages[@]} / 2)) functions at once)"
 cargo lambda build --release "${arch_flag[@]}" "${packages[@]}"
 echo "sam-build: compiled in $((SECONDS - started)) s; sam build ..."
-sam build --template template.yaml --parameter-overrides "Architecture=$arch"
+sam build --template template.yaml --parameter-overrides "$(infra/sam-parameters.sh default "$arch")"
 elapsed=$((SECONDS - started))
 # infra/sam-check.sh reads which architecture the bootstraps were built for.
 echo "$arch" >.aws-sam/build/architecture

@@ -48,6 +48,15 @@ stop_one() { # NAME PATTERN
     stopped_any=1
 }
 
+# The SAM loop's emulator bridge and Docker engine, where this state folder has them
+# (infra/sam-local.sh): stopped with the emulators they serve.
+if [[ -f $state/bridge.pid || -f $state/docker/engine.env ]]; then
+    LOCAL_STATE=$state "$root/infra/docker/bridge.sh" stop || true
+fi
+if [[ -f $state/docker/dockerd.pid ]]; then
+    LOCAL_STATE=$state "$root/infra/docker/engine.sh" stop || true
+    stopped_any=1
+fi
 stop_one moto moto_server.py
 stop_one redis redis-server
 rm -f "$state/emulators.env"

@@ -22,6 +22,8 @@
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
 //! - `loopback`: the plain HTTP server of every local endpoint (the HTTP API, Runtime APIs,
 //!   proxies, stubs).
+//! - [`forward`]: `local-cloud forward`, TCP and Unix-socket forwarding for `sam local`'s
+//!   containers (`infra/docker/bridge.sh`).
 //! - [`replay`]: `dlq-replay`, moving a dead-letter queue's messages back to its queue.
 //! - [`cloud`]: all of the above started together, and stopped together.
 //! - [`check`]: `local-cloud check`, every function answering one invocation (`make sam-check`).
@@ -33,6 +35,7 @@ pub mod cloud;
 pub mod cpu_quota;
 pub mod dashboard;
 pub mod faults;
+pub mod forward;
 pub mod gateway;
 pub mod jwt;
 pub mod lambda_api;

@@ -101,6 +101,14 @@ enum Command {
         #[arg(long)]
         binaries_dir: PathBuf,
     },
+    /// Forward bytes between TCP ports and Unix sockets until stopped, each LISTEN=TO (e.g.
+    /// `unix:/run/aws.sock=tcp:127.0.0.1:4566` on the host and
+    /// `tcp:0.0.0.0:4566=unix:/run/aws.sock` in a container): how `sam local`'s containers
+    /// reach emulators that listen on the host's loopback only.
+    Forward {
+        #[arg(required = true, value_name = "LISTEN=TO")]
+        forwards: Vec<local_cloud::forward::Forward>,
+    },
     /// Print a token that the local HTTP API accepts.
     Token {
         #[arg(long)]
@@ -228,6 +236,17 @@ async fn main() -> anyhow::Result<()> {
                     cloud::sam_env_vars(&model, &host, &container_endpoint, &container_redis_url);
                 std::fs::write(&path, serde_json::to_string_pretty(&file)?)?;
                 println!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Command::Forward { forwards } => {
+            let bound = local_cloud::forward::bind(&forwards).await?;
+            for forward in &forwards {
+                println!("forwarding {} to {}", forward.listen, forward.to);
+            }
+            tokio::select! {
+                () = bound.run() => {}
+                result = shutdown_signal() => result?,
             }
             Ok(())
         }
