@@ -6,6 +6,7 @@
 //! function is ever told that it runs under SAM (`sam_local`); the LocalStack profile starts what
 //! the runner provisions (`localstack`).
 
+mod alarms;
 mod aws_rules;
 mod cognito;
 mod contention;
