@@ -5,13 +5,36 @@
 
 const shop = (() => {
   const TOKEN = "shop.token";
+  // The development sign-in this tab started: {state, back}, state a random nonce.
+  const PENDING = "shop.signin";
 
-  // A token handed back in the fragment (#token=...) by the sign-in: kept, then removed
+  // A token handed back in the fragment (#token=...&state=...) by the development sign-in is
+  // kept only when it answers the sign-in this tab started: its state is the pending nonce,
+  // which is then used up. Any other (a link carrying someone else's token: session fixation)
+  // is ignored, and the pending sign-in left as it was. Either way the fragment is removed
   // from the address bar so that it is neither bookmarked nor shared.
   const fragment = new URLSearchParams(location.hash.slice(1));
-  if (fragment.get("token")) {
-    sessionStorage.setItem(TOKEN, fragment.get("token"));
+  if (fragment.has("token")) {
     history.replaceState(null, "", location.pathname + location.search);
+    const pending = pendingSignIn();
+    if (pending && fragment.get("token") && fragment.get("state") === pending.state) {
+      sessionStorage.removeItem(PENDING);
+      sessionStorage.setItem(TOKEN, fragment.get("token"));
+    }
+  }
+
+  function pendingSignIn() {
+    try {
+      const pending = JSON.parse(sessionStorage.getItem(PENDING) || "null");
+      return pending && typeof pending.state === "string" && pending.state.length >= 16 ? pending : null;
+    } catch {
+      return null;
+    }
+  }
+
+  // Keeps the token of a sign-in this tab completed (the callback page's code exchange).
+  function signedIn(token) {
+    sessionStorage.setItem(TOKEN, token);
   }
 
   let configLoaded;
@@ -53,14 +76,17 @@ const shop = (() => {
   async function signIn() {
     const cfg = await config();
     const back = location.pathname + location.search;
+    // The nonce that the sign-in hands back with its answer, so that only that answer is taken.
+    const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
     if (cfg.signIn === "local") {
-      location.assign(`${cfg.signInUrl}?return=${encodeURIComponent(back)}`);
+      sessionStorage.setItem(PENDING, JSON.stringify({ state, back }));
+      const query = new URLSearchParams({ return: back, state });
+      location.assign(`${cfg.signInUrl}?${query}`);
       return;
     }
     // Authorization code with PKCE (S256): the verifier never leaves this tab.
     const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-    const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
     sessionStorage.setItem("shop.pkce", JSON.stringify({ verifier, state, back }));
     const query = new URLSearchParams({
       response_type: "code",
@@ -145,5 +171,5 @@ const shop = (() => {
   }
 
   document.addEventListener("DOMContentLoaded", showWho);
-  return { api, claims, groups, signIn, problem, money, param, say, config };
+  return { api, claims, groups, signIn, signedIn, problem, money, param, say, config };
 })();

@@ -4,11 +4,15 @@
 //! step syncs) with a `shop/config.json` that points sign-in at the development sign-in, and
 //! answers `GET /shop/...` from the bucket, before any API route (no route uses `/shop/`).
 //! Sale pages that publish-sale writes to the bucket are served the same way.
+//!
+//! Every answer of the site, a page's or the API's, carries [`SECURITY_HEADERS`], the
+//! headers the distribution's response headers policy (`ShopSecurityHeadersPolicy`) adds in
+//! the cloud; a contract test keeps the two equal.
 
 use anyhow::Context as _;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 use std::path::{Path, PathBuf};
@@ -24,6 +28,38 @@ const TEMPLATES: &str = "templates";
 
 /// The local configuration of the pages: sign in with the runner's development sign-in.
 const LOCAL_CONFIG: &str = r#"{"signIn":"local","signInUrl":"/_local/sign-in"}"#;
+
+/// The site's Content-Security-Policy: scripts, styles and everything else from this origin
+/// only, nothing inline (the pages have none, the payment sandbox's page included), calls to
+/// the API on this origin and to Cognito's token endpoint (the callback's code exchange), no
+/// plugin, no `<base>`, forms posting here only, and never inside another site's frame.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+style-src 'self'; img-src 'self'; font-src 'self'; connect-src 'self' https://*.amazoncognito.com; \
+object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The headers of every answer of the site, as the distribution's response headers policy
+/// (`ShopSecurityHeadersPolicy` in the template) sends them: lower-case name, value.
+pub const SECURITY_HEADERS: [(&str, &str); 5] = [
+    ("content-security-policy", CONTENT_SECURITY_POLICY),
+    (
+        "strict-transport-security",
+        "max-age=63072000; includeSubDomains",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "same-origin"),
+];
+
+/// Sets [`SECURITY_HEADERS`] on an answer of the site, over any the origin sent (the
+/// policy's `Override: true`).
+pub(crate) fn secure(headers: &mut HeaderMap) {
+    for (name, value) in SECURITY_HEADERS {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+}
 
 /// Whether a request path is a page's (`/shop` or under `/shop/`).
 pub(crate) fn is_page(path: &str) -> bool {
@@ -167,10 +203,6 @@ impl Pages {
         if let Some(cache) = cache {
             headers.insert(CACHE_CONTROL, cache);
         }
-        headers.insert(
-            http::header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
         response
     }
 }
@@ -227,6 +259,19 @@ fn text(status: StatusCode, message: String) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_security_header_is_set_over_the_origins_own() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-frame-options", HeaderValue::from_static("ALLOWALL"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
+        secure(&mut headers);
+        for (name, value) in SECURITY_HEADERS {
+            assert_eq!(headers[name], value, "{name}");
+        }
+        assert_eq!(headers[CONTENT_TYPE], "text/html");
+        assert!(!CONTENT_SECURITY_POLICY.contains("unsafe-"));
+    }
 
     #[test]
     fn pages_are_under_shop_only() {

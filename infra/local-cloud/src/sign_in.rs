@@ -11,7 +11,15 @@
 //! The shop's pages send people here with `?return=/shop/...`: the form carries it, and a
 //! sign-in through it answers `303` to that page with the token in the URL's fragment
 //! (`#token=...`), which never reaches a server or a log. Only same-origin paths under
-//! `/shop/` are taken, so the sign-in cannot be made to hand a token to another site.
+//! `/shop/` are taken, so the sign-in cannot be made to hand a token to another site. The
+//! page also sends `&state=<nonce>`, a random value it keeps in the tab, and gets it back
+//! beside the token (`#token=...&state=...`): the page takes a token only with the nonce of
+//! the sign-in it started, so a link carrying someone else's token signs no one in.
+//!
+//! It answers only requests made to the runner itself ([`refusal`]): a `Host` that is not the
+//! runner's own address or `localhost` with its port (another name resolved to 127.0.0.1: DNS
+//! rebinding) and a `POST` whose `Origin` is another site's (a page elsewhere signing the
+//! developer in as someone of its choosing) are a 403 that says why.
 
 use crate::dashboard::local_answer;
 use bytes::Bytes;
@@ -19,6 +27,7 @@ use http::HeaderValue;
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::json;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The page's path.
@@ -36,6 +45,8 @@ struct SignIn {
     admin: bool,
     /// The page to go back to with the token ([`valid_return`]).
     back_to: Option<String>,
+    /// The page's nonce, handed back beside the token ([`valid_state`]).
+    state: Option<String>,
 }
 
 /// The only pages a token is handed back to.
@@ -59,17 +70,89 @@ fn valid_return(path: &str) -> Result<String, String> {
     }
 }
 
-/// The `return` of a query string, checked.
-fn return_of(query: Option<&str>) -> Result<Option<String>, String> {
-    let Some(query) = query else {
-        return Ok(None);
-    };
-    for pair in query.split('&') {
+/// `state` if it is a nonce as the pages make them: 16 to 128 of `A-Z a-z 0-9 - _`.
+fn valid_state(state: &str) -> Result<String, String> {
+    let fits = (16..=128).contains(&state.len())
+        && state
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
+    match fits {
+        true => Ok(state.to_owned()),
+        false => Err("state must be 16 to 128 of A-Z, a-z, 0-9, '-' and '_'".to_owned()),
+    }
+}
+
+/// The `return` and `state` of a query string, checked.
+fn return_of(query: Option<&str>) -> Result<(Option<String>, Option<String>), String> {
+    let (mut back_to, mut state) = (None, None);
+    for pair in query.unwrap_or_default().split('&') {
         if let Some(value) = pair.strip_prefix("return=") {
-            return valid_return(&decode(value)).map(Some);
+            back_to = Some(valid_return(&decode(value))?);
+        } else if let Some(value) = pair.strip_prefix("state=") {
+            state = Some(valid_state(&decode(value))?);
         }
     }
-    Ok(None)
+    Ok((back_to, state))
+}
+
+/// Why a request to [`PATH`] is refused, if it is: its `host` (the `Host` header, or the
+/// request line's authority) is not the runner's own, `local`'s address or `localhost`, with
+/// its port; or it is a `POST` whose `origin`, when it has one, is not the runner's own. A
+/// 403 with a JSON message.
+pub(crate) fn refusal(
+    local: SocketAddr,
+    method: &Method,
+    host: Option<&str>,
+    origin: Option<&str>,
+) -> Option<Response<Full<Bytes>>> {
+    let port = local.port();
+    let ip = match local {
+        SocketAddr::V4(v4) => v4.ip().to_string(),
+        SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+    };
+    let own_hosts = [format!("{ip}:{port}"), format!("localhost:{port}")];
+    let own = own_hosts.join(" or ");
+    let own_host = |host: &str| {
+        let host = host.to_ascii_lowercase();
+        own_hosts.contains(&host) || (port == 80 && (host == ip || host == "localhost"))
+    };
+    let problem = match host {
+        None => Some(format!(
+            "the development sign-in answers only requests to this runner ({own}); this one \
+             names no host"
+        )),
+        Some(host) if !own_host(host) => Some(format!(
+            "the development sign-in answers only requests to this runner ({own}), not to \
+             {:?}: another name for this machine is refused, as a page of another site could \
+             use it to reach the runner",
+            shown(host)
+        )),
+        Some(_) if *method == Method::POST => origin.and_then(|origin| {
+            let own_origin = origin
+                .to_ascii_lowercase()
+                .strip_prefix("http://")
+                .is_some_and(own_host);
+            (!own_origin).then(|| {
+                format!(
+                    "the development sign-in signs in only from its own page (http://{own}), \
+                     not from {:?}",
+                    shown(origin)
+                )
+            })
+        }),
+        Some(_) => None,
+    };
+    problem.map(|problem| {
+        json_answer(
+            StatusCode::FORBIDDEN,
+            json!({ "message": format!("Forbidden: {problem}") }),
+        )
+    })
+}
+
+/// At most 100 characters of a header the client chose, for a message.
+fn shown(text: &str) -> String {
+    text.chars().take(100).collect()
 }
 
 /// The answer to `method` on [`PATH`] with `query` and `body` (none when it was over
@@ -83,7 +166,9 @@ pub(crate) fn respond(
 ) -> Response<Full<Bytes>> {
     match *method {
         Method::GET | Method::HEAD => match return_of(query) {
-            Ok(back_to) => page(StatusCode::OK, form(back_to.as_deref())),
+            Ok((back_to, state)) => {
+                page(StatusCode::OK, form(back_to.as_deref(), state.as_deref()))
+            }
             Err(problem) => page(StatusCode::BAD_REQUEST, refused(&problem)),
         },
         Method::POST => {
@@ -123,10 +208,14 @@ fn signed_in(secret: &[u8], sign_in: &SignIn, json: bool) -> Response<Full<Bytes
     let token = crate::jwt::local_token(secret, &sign_in.user, &groups, TTL);
     if let Some(back_to) = &sign_in.back_to {
         let mut response = page(StatusCode::SEE_OTHER, String::new());
-        let location = format!("{back_to}#token={token}");
+        let location = match &sign_in.state {
+            Some(state) => format!("{back_to}#token={token}&state={state}"),
+            None => format!("{back_to}#token={token}"),
+        };
         response.headers_mut().insert(
             http::header::LOCATION,
-            HeaderValue::from_str(&location).expect("a checked path and a JWT are header-safe"),
+            HeaderValue::from_str(&location)
+                .expect("a checked path, a JWT and a checked nonce are header-safe"),
         );
         return response;
     }
@@ -179,6 +268,7 @@ fn from_json(body: &[u8]) -> Result<SignIn, String> {
         user: valid_user(asked.user.trim())?,
         admin: asked.admin,
         back_to: None,
+        state: None,
     })
 }
 
@@ -187,6 +277,7 @@ fn from_form(body: &[u8]) -> Result<SignIn, String> {
     let mut user = None;
     let mut admin = false;
     let mut back_to = None;
+    let mut state = None;
     for pair in text.split('&').filter(|pair| !pair.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = decode(value);
@@ -195,6 +286,8 @@ fn from_form(body: &[u8]) -> Result<SignIn, String> {
             "admin" => admin = matches!(value.as_str(), "on" | "true" | "1"),
             "return" if !value.is_empty() => back_to = Some(valid_return(&value)?),
             "return" => {}
+            "state" if !value.is_empty() => state = Some(valid_state(&value)?),
+            "state" => {}
             other => return Err(format!("unknown field {:?}", decode(other))),
         }
     }
@@ -203,6 +296,7 @@ fn from_form(body: &[u8]) -> Result<SignIn, String> {
         user: valid_user(user.trim())?,
         admin,
         back_to,
+        state,
     })
 }
 
@@ -247,16 +341,19 @@ const HEAD: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>Local sign-in</title></head><body><main>\n";
 
-/// The form, carrying `back_to` when a page sent the user here.
-fn form(back_to: Option<&str>) -> String {
-    let hidden = back_to
-        .map(|path| {
-            format!(
-                "<input type=\"hidden\" name=\"return\" value=\"{}\">\n",
-                escape(path)
-            )
+/// The form, carrying `back_to` and the page's `state` when a page sent the user here.
+fn form(back_to: Option<&str>, state: Option<&str>) -> String {
+    let hidden: String = [("return", back_to), ("state", state)]
+        .into_iter()
+        .filter_map(|(name, value)| {
+            value.map(|value| {
+                format!(
+                    "<input type=\"hidden\" name=\"{name}\" value=\"{}\">\n",
+                    escape(value)
+                )
+            })
         })
-        .unwrap_or_default();
+        .collect();
     FORM.replace("<!-- return -->", &hidden)
 }
 
@@ -412,6 +509,51 @@ mod tests {
         let claims = crate::jwt::verify(secret, token, now()).unwrap();
         assert_eq!(claims["sub"], "ops");
 
+        // The page's nonce goes through the form and comes back beside the token.
+        let nonce = "Zm9yLXRoaXMtdGFiLW9ubHk";
+        let query = format!("return=%2Fshop%2F&state={nonce}");
+        let (status, _, form) =
+            text(respond(secret, &Method::GET, Some(&query), false, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            form.contains(&format!("name=\"state\" value=\"{nonce}\"")),
+            "{form}"
+        );
+        let body = format!("user=ann&return=%2Fshop%2F&state={nonce}");
+        let response = respond(secret, &Method::POST, None, false, Some(body.as_bytes()));
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let location = response.headers()[http::header::LOCATION].to_str().unwrap();
+        let (token, state) = location
+            .strip_prefix("/shop/#token=")
+            .and_then(|rest| rest.split_once("&state="))
+            .unwrap();
+        assert_eq!(state, nonce);
+        assert_eq!(
+            crate::jwt::verify(secret, token, now()).unwrap()["sub"],
+            "ann"
+        );
+        for bad in [
+            "short",
+            "not%20a%20nonce%20at%20all",
+            "a%26token%3Dx%26state%3Dyyyyyyyyyyy",
+        ] {
+            let query = format!("return=%2Fshop%2F&state={bad}");
+            let (status, _, page) =
+                text(respond(secret, &Method::GET, Some(&query), false, None)).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+            assert!(page.contains("state must be"), "{page}");
+            let body = format!("user=ann&return=%2Fshop%2F&state={bad}");
+            let (status, _, _) = text(respond(
+                secret,
+                &Method::POST,
+                None,
+                false,
+                Some(body.as_bytes()),
+            ))
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+
         for elsewhere in [
             "https://evil.example/shop/",
             "//evil.example/shop/",
@@ -439,6 +581,106 @@ mod tests {
             ))
             .await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{elsewhere}");
+        }
+    }
+
+    /// Another name for 127.0.0.1 (DNS rebinding) and another site's page (login CSRF) are
+    /// refused, with a message that says why; the runner's own address and `localhost` with
+    /// its port, and a POST from its own page or from a client that sends no `Origin`, are
+    /// not.
+    #[tokio::test]
+    async fn only_requests_to_the_runner_itself_from_its_own_page_are_answered() {
+        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
+        for (method, host, origin) in [
+            (Method::GET, Some("127.0.0.1:3000"), None),
+            (Method::GET, Some("localhost:3000"), None),
+            (Method::POST, Some("LOCALHOST:3000"), None),
+            (
+                Method::POST,
+                Some("127.0.0.1:3000"),
+                Some("http://127.0.0.1:3000"),
+            ),
+            (
+                Method::POST,
+                Some("127.0.0.1:3000"),
+                Some("http://localhost:3000"),
+            ),
+            // A GET is a navigation: its origin, if any, changes nothing it shows.
+            (
+                Method::GET,
+                Some("127.0.0.1:3000"),
+                Some("https://evil.example"),
+            ),
+        ] {
+            assert!(
+                refusal(local, &method, host, origin).is_none(),
+                "{method} {host:?} {origin:?}"
+            );
+        }
+        for (method, host, origin, says) in [
+            (
+                Method::GET,
+                Some("evil.example:3000"),
+                None,
+                "not to \"evil.example:3000\"",
+            ),
+            (
+                Method::POST,
+                Some("rebound.evil.example:3000"),
+                Some("http://rebound.evil.example:3000"),
+                "another name",
+            ),
+            (
+                Method::GET,
+                Some("127.0.0.1:8080"),
+                None,
+                "127.0.0.1:3000 or localhost:3000",
+            ),
+            (Method::GET, Some("127.0.0.1"), None, "not to"),
+            (Method::GET, None, None, "names no host"),
+            (
+                Method::POST,
+                Some("127.0.0.1:3000"),
+                Some("https://evil.example"),
+                "not from \"https://evil.example\"",
+            ),
+            (
+                Method::POST,
+                Some("127.0.0.1:3000"),
+                Some("null"),
+                "only from its own page",
+            ),
+            (
+                Method::POST,
+                Some("127.0.0.1:3000"),
+                Some("http://127.0.0.1:3001"),
+                "only from its own page",
+            ),
+            (
+                Method::POST,
+                Some("localhost:3000"),
+                Some("https://localhost:3000"),
+                "only from its own page",
+            ),
+        ] {
+            let refused = refusal(local, &method, host, origin)
+                .unwrap_or_else(|| panic!("{method} {host:?} {origin:?} was answered"));
+            let (status, kind, body) = text(refused).await;
+            assert_eq!(
+                (status, kind.as_str()),
+                (StatusCode::FORBIDDEN, "application/json"),
+                "{body}"
+            );
+            let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let message = body["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("Forbidden: the development sign-in"),
+                "{message}"
+            );
+            assert!(
+                message.contains(says),
+                "{method} {host:?} {origin:?}: {message}"
+            );
         }
     }
 }

@@ -216,7 +216,14 @@ pub(crate) fn local_answer(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
         http::header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'; img-src 'self' data:"),
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        ),
+    );
+    // Not in another site's frame: the sign-in's form could be clicked through one.
+    headers.insert(
+        http::header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("DENY"),
     );
     headers.insert(
         http::header::X_CONTENT_TYPE_OPTIONS,

@@ -178,10 +178,17 @@ impl Gateway {
             return lambda.respond(&parts, body).await;
         }
         let request_id = RequestId::new();
+        // The runner's own tools keep their own headers; the site (pages and API) gets the
+        // distribution's security headers, as every behaviour's response headers policy
+        // adds them in the cloud.
+        let site = !dashboard::is_local(request.uri().path());
         let mut response = self.respond(request, peer, request_id.as_str()).await;
         response
             .headers_mut()
             .insert(APIGW_REQUEST_ID, request_id.header_value());
+        if site {
+            crate::pages::secure(response.headers_mut());
+        }
         response
     }
 
@@ -194,6 +201,21 @@ impl Gateway {
         let (parts, body) = request.into_parts();
         // Before routing: no route, not even `$default` or `/{proxy+}`, takes these.
         if parts.uri.path() == sign_in::PATH {
+            let header = |name| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|value: &HeaderValue| value.to_str().ok())
+            };
+            let host = header(http::header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
+            if let Some(refused) = sign_in::refusal(
+                self.local,
+                &parts.method,
+                host,
+                header(http::header::ORIGIN),
+            ) {
+                return refused;
+            }
             let json = parts
                 .headers
                 .get(http::header::CONTENT_TYPE)

@@ -6,6 +6,7 @@
 //! local name.
 
 use crate::support::{project_model, yaml};
+use std::collections::BTreeMap;
 use yaml_serde::Value;
 
 /// The managed cache and origin request policies the distribution names.
@@ -253,4 +254,169 @@ fn the_page_writer_stores_in_the_pages_bucket_which_the_runner_provisions() {
         Some(&queue.url),
         "publish-sale sends its pages to the writer's queue"
     );
+}
+
+/// The headers a response headers policy's `SecurityHeadersConfig` makes CloudFront send:
+/// lower-case name, value, as the browser reads them. Every setting must override the
+/// origin's own header.
+fn headers_of_policy(config: &Value) -> BTreeMap<String, String> {
+    let mut headers = BTreeMap::new();
+    let overrides = |setting: &str| {
+        assert_eq!(
+            config[setting]["Override"],
+            Value::Bool(true),
+            "{setting} must override the origin's header"
+        );
+    };
+    if let Some(csp) = config.get("ContentSecurityPolicy") {
+        overrides("ContentSecurityPolicy");
+        headers.insert(
+            "content-security-policy".to_owned(),
+            text(&csp["ContentSecurityPolicy"]),
+        );
+    }
+    if let Some(hsts) = config.get("StrictTransportSecurity") {
+        overrides("StrictTransportSecurity");
+        let mut value = format!("max-age={}", text(&hsts["AccessControlMaxAgeSec"]));
+        if hsts.get("IncludeSubdomains") == Some(&Value::Bool(true)) {
+            value.push_str("; includeSubDomains");
+        }
+        if hsts.get("Preload") == Some(&Value::Bool(true)) {
+            value.push_str("; preload");
+        }
+        headers.insert("strict-transport-security".to_owned(), value);
+    }
+    if config.get("ContentTypeOptions").is_some() {
+        overrides("ContentTypeOptions");
+        headers.insert("x-content-type-options".to_owned(), "nosniff".to_owned());
+    }
+    if let Some(frames) = config.get("FrameOptions") {
+        overrides("FrameOptions");
+        headers.insert("x-frame-options".to_owned(), text(&frames["FrameOption"]));
+    }
+    if let Some(referrer) = config.get("ReferrerPolicy") {
+        overrides("ReferrerPolicy");
+        headers.insert(
+            "referrer-policy".to_owned(),
+            text(&referrer["ReferrerPolicy"]),
+        );
+    }
+    headers
+}
+
+/// Every behaviour of the distribution adds the stack's security headers, and the runner
+/// sends exactly those: a Content-Security-Policy without `unsafe-inline` or `unsafe-eval`
+/// that keeps scripts to this origin and the site out of frames, HSTS, nosniff, frame
+/// options and a referrer policy.
+#[test]
+fn the_distribution_and_the_runner_send_the_same_security_headers() {
+    let policy = resource("ShopSecurityHeadersPolicy");
+    assert_eq!(policy["Type"], "AWS::CloudFront::ResponseHeadersPolicy");
+    let config = &policy["Properties"]["ResponseHeadersPolicyConfig"];
+    assert!(
+        config.get("CustomHeadersConfig").is_none() && config.get("RemoveHeadersConfig").is_none(),
+        "the runner sends the security headers only"
+    );
+    let cloud = headers_of_policy(&config["SecurityHeadersConfig"]);
+    let local: BTreeMap<String, String> = local_cloud::pages::SECURITY_HEADERS
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    assert_eq!(
+        cloud, local,
+        "the template's ShopSecurityHeadersPolicy and the runner's SECURITY_HEADERS differ"
+    );
+    for name in [
+        "content-security-policy",
+        "strict-transport-security",
+        "x-content-type-options",
+        "x-frame-options",
+        "referrer-policy",
+    ] {
+        assert!(cloud.contains_key(name), "the policy sends no {name}");
+    }
+
+    let csp = &cloud["content-security-policy"];
+    let directives: BTreeMap<&str, &str> = csp
+        .split(';')
+        .filter_map(|directive| {
+            let directive = directive.trim();
+            let (name, sources) = directive.split_once(' ').unwrap_or((directive, ""));
+            (!name.is_empty()).then_some((name, sources.trim()))
+        })
+        .collect();
+    assert!(!csp.contains("unsafe-"), "{csp}");
+    for (directive, sources) in [
+        ("default-src", "'self'"),
+        ("script-src", "'self'"),
+        ("style-src", "'self'"),
+        ("object-src", "'none'"),
+        ("base-uri", "'none'"),
+        ("frame-ancestors", "'none'"),
+    ] {
+        assert_eq!(directives.get(directive), Some(&sources), "{csp}");
+    }
+    assert!(
+        cloud["strict-transport-security"].starts_with("max-age=")
+            && cloud["strict-transport-security"]["max-age=".len()..]
+                .split(';')
+                .next()
+                .and_then(|age| age.parse::<u64>().ok())
+                .is_some_and(|age| age >= 31_536_000),
+        "HSTS for a year at least: {}",
+        cloud["strict-transport-security"]
+    );
+    assert_eq!(cloud["x-frame-options"], "DENY");
+
+    let distribution = &resource("ShopDistribution")["Properties"]["DistributionConfig"];
+    let behaviours = std::iter::once(&distribution["DefaultCacheBehavior"]).chain(
+        distribution["CacheBehaviors"]
+            .as_sequence()
+            .expect("the distribution's behaviours"),
+    );
+    for behaviour in behaviours {
+        assert_eq!(
+            text(&behaviour["ResponseHeadersPolicyId"]),
+            "!Ref ShopSecurityHeadersPolicy",
+            "{:?}",
+            behaviour.get("PathPattern")
+        );
+    }
+}
+
+/// The policy holds only if no page has an inline script, style or event handler: the
+/// static pages, the sale page's template and the payment sandbox's page load theirs from
+/// files under `/shop/`.
+#[test]
+fn no_page_has_inline_script_or_style() {
+    let root = crate::support::root();
+    let mut pages: Vec<std::path::PathBuf> = ["shop", "shop/templates"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root.join(dir)).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "html"))
+        .collect();
+    pages.push(root.join("shared/src/seckill/sandbox.html"));
+    assert!(pages.len() > 5, "{pages:?}");
+    for page in pages {
+        let html = std::fs::read_to_string(&page).unwrap().to_ascii_lowercase();
+        let name = page.display();
+        assert!(!html.contains("<style"), "{name} has a <style>");
+        assert!(!html.contains(" style="), "{name} has a style attribute");
+        assert!(
+            !html.contains("javascript:"),
+            "{name} has a javascript: URL"
+        );
+        for script in html.split("<script").skip(1) {
+            let tag = script.split('>').next().unwrap_or_default();
+            assert!(tag.contains(" src=\"/shop/"), "{name} has an inline script");
+        }
+        for attribute in html.split_whitespace() {
+            let handler = attribute
+                .split('=')
+                .next()
+                .is_some_and(|name| name.starts_with("on") && attribute.contains('='));
+            assert!(!handler, "{name} has an event handler: {attribute}");
+        }
+    }
 }

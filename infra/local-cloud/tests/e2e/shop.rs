@@ -128,7 +128,251 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
     let (status, _, detail) = get(&base, "GET", &format!("/seckill/activities/{id}")).await;
     assert_eq!(status, 200, "{detail}");
     assert!(detail.contains("\"serverTime\""), "{detail}");
+
+    // Every answer of the site, pages and API, carries the distribution's security headers
+    // (ShopSecurityHeadersPolicy), the payment sandbox's page included; the runner's own
+    // tools under /_local/ keep theirs.
+    for path in [
+        "/shop/".to_owned(),
+        "/shop/shop.js".to_owned(),
+        format!("/shop/sales/{id}"),
+        missing.to_owned(),
+        format!("/seckill/activities/{id}"),
+        "/orders".to_owned(),
+        "/sandbox/payments/pay_1?orderId=s.o&amountCents=100&returnUrl=%2Fshop%2F".to_owned(),
+    ] {
+        let headers = headers_of(&base, &path).await;
+        for (name, value) in local_cloud::pages::SECURITY_HEADERS {
+            assert_eq!(
+                headers.get(name).and_then(|v| v.to_str().ok()),
+                Some(value),
+                "{path}: {name}"
+            );
+        }
+    }
+    let sign_in = headers_of(&base, "/_local/sign-in").await;
+    assert_eq!(sign_in["x-frame-options"], "DENY");
+    assert!(
+        sign_in["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
     cloud.stop().await;
+}
+
+/// The headers of `GET base+path`.
+async fn headers_of(base: &str, path: &str) -> http::HeaderMap {
+    let client = HttpClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = http::Request::builder()
+        .uri(format!("{base}{path}"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = client.request(request).await.expect("the runner answers");
+    response.headers().clone()
+}
+
+/// Session fixation (security review, issue 29): a link to a page of the shop carrying
+/// another user's valid token in its fragment (`#token=...`, with or without a made-up
+/// `state`) signs no one in, and does not replace the signed-in buyer, whose orders stay
+/// theirs; only the answer to the sign-in this tab started is taken, once.
+#[tokio::test]
+async fn a_link_with_another_users_token_signs_no_one_in_and_only_this_tabs_sign_in_does() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let base = format!("http://{}", cloud.address);
+    let state = support::state_dir("shop-fixation");
+    let browser = Browser::start(&state, 1000, 1000).await;
+    let checked = fixation(&browser.client, &base, &cloud).await;
+    browser.close().await;
+    cloud.stop().await;
+    checked.unwrap();
+}
+
+async fn fixation(
+    client: &Client,
+    base: &str,
+    cloud: &local_cloud::cloud::LocalCloud,
+) -> anyhow::Result<()> {
+    // mallory, the attacker, has an order of her own.
+    let mallory = local_cloud::jwt::local_token(
+        local_cloud::jwt::DEFAULT_LOCAL_SECRET.as_bytes(),
+        "mallory",
+        &[],
+        Duration::from_secs(600),
+    );
+    let ops = Api::admin(cloud, "ops");
+    let sale = published_sale(&ops, "Bait", 5, time::Duration::minutes(-1)).await;
+    let order = Api::with_token(base, &mallory).place_order(&sale).await;
+    let stored = |client: &Client, key: &'static str| {
+        let client = client.clone();
+        async move {
+            let value: Value = client
+                .execute(
+                    "return sessionStorage.getItem(arguments[0]);",
+                    vec![json!(key)],
+                )
+                .await?;
+            anyhow::Ok(value)
+        }
+    };
+
+    // Signed out, the victim follows mallory's link: still signed out, the token dropped
+    // and gone from the address bar.
+    client
+        .goto(&format!("{base}/shop/#token={mallory}"))
+        .await?;
+    wait_for(client, "#who", |who| who == "Sign in").await?;
+    wait_for(client, "#orders", |o| {
+        o.contains("Sign in to see your orders")
+    })
+    .await?;
+    anyhow::ensure!(stored(client, "shop.token").await? == Value::Null);
+    anyhow::ensure!(client.current_url().await?.fragment().is_none());
+
+    // With a made-up state, while a sign-in of this tab is pending: not taken either, and
+    // the pending sign-in is not cancelled by it.
+    client.find(Locator::Css("#sign-in")).await?.click().await?;
+    wait_for(client, "h1", |h| h == "Local sign-in").await?;
+    client
+        .goto(&format!(
+            "{base}/shop/#token={mallory}&state=AAAAAAAAAAAAAAAAAAAAAA"
+        ))
+        .await?;
+    wait_for(client, "#who", |who| who == "Sign in").await?;
+    anyhow::ensure!(stored(client, "shop.token").await? == Value::Null);
+    anyhow::ensure!(stored(client, "shop.signin").await? != Value::Null);
+
+    // The normal sign-in still works: ann signs in from the page and sees her own orders.
+    client.find(Locator::Css("#sign-in")).await?.click().await?;
+    wait_for(client, "h1", |h| h == "Local sign-in").await?;
+    // The sign-in page is on the same origin: the tab's pending sign-in is readable here.
+    let pending = stored(client, "shop.signin").await?;
+    sign_in(client, "ann", false).await?;
+    wait_for(client, "#who", |who| who.contains("Signed in as ann")).await?;
+    anyhow::ensure!(client.current_url().await?.path() == "/shop/");
+    anyhow::ensure!(client.current_url().await?.fragment().is_none());
+    wait_for(client, "#orders", |o| o == "No orders yet.").await?;
+    // The nonce is used up.
+    anyhow::ensure!(stored(client, "shop.signin").await? == Value::Null);
+
+    // Signed in, ann follows mallory's link, on another page and on the home page: still
+    // ann, and mallory's order is not shown as hers.
+    client
+        .goto(&format!(
+            "{base}/shop/order.html?id={order}#token={mallory}"
+        ))
+        .await?;
+    wait_for(client, "#who", |who| who.contains("Signed in as ann")).await?;
+    client
+        .goto(&format!("{base}/shop/#token={mallory}"))
+        .await?;
+    wait_for(client, "#who", |who| who.contains("Signed in as ann")).await?;
+    let orders = wait_for(client, "#orders", |o| o == "No orders yet.").await?;
+    anyhow::ensure!(!orders.contains(&order), "{orders}");
+
+    // A replay of a used nonce takes nothing either.
+    let nonce: Value = serde_json::from_str(pending.as_str().unwrap_or("null"))?;
+    let nonce = nonce["state"].as_str().unwrap_or_default().to_owned();
+    anyhow::ensure!(nonce.len() >= 16, "{pending}");
+    client
+        .find(Locator::Css("#who button"))
+        .await?
+        .click()
+        .await?;
+    wait_for(client, "#who", |who| who == "Sign in").await?;
+    // Another document than the one open (a new fragment alone would not load the page).
+    client
+        .goto(&format!(
+            "{base}/shop/order.html?id={order}#token={mallory}&state={nonce}"
+        ))
+        .await?;
+    wait_for(client, "#who", |who| who == "Sign in").await?;
+    anyhow::ensure!(stored(client, "shop.token").await? == Value::Null);
+    Ok(())
+}
+
+/// The cloud's sign-in callback (security review, issue 29): the provider's error text in
+/// the query is never shown (a link could put any words on the shop's page), a fixed
+/// message is; and a callback whose state is not the pending sign-in's neither takes its
+/// code nor cancels that sign-in, which only its own answer ends.
+#[tokio::test]
+async fn the_callback_shows_no_text_of_the_link_and_takes_only_the_pending_sign_ins_answer() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let base = format!("http://{}", cloud.address);
+    let state = support::state_dir("shop-callback");
+    let browser = Browser::start(&state, 1000, 800).await;
+    let checked = callback(&browser.client, &base).await;
+    browser.close().await;
+    cloud.stop().await;
+    checked.unwrap();
+}
+
+async fn callback(client: &Client, base: &str) -> anyhow::Result<()> {
+    const PHISHING: &str = "Your+account+is+locked.+Call+0800+555+0100+now";
+    const NOT_HERE: &str = "This sign-in was not started here, or has expired: sign in again.";
+    let pending_of = |client: &Client| {
+        let client = client.clone();
+        async move {
+            let value: Value = client
+                .execute("return sessionStorage.getItem('shop.pkce');", vec![])
+                .await?;
+            anyhow::Ok(value)
+        }
+    };
+    let text_of_page = |client: &Client| {
+        let client = client.clone();
+        async move { anyhow::Ok(client.find(Locator::Css("body")).await?.text().await?) }
+    };
+
+    // No sign-in pending: an error link shows the fixed message only.
+    client
+        .goto(&format!(
+            "{base}/shop/callback.html?error=access_denied&error_description={PHISHING}"
+        ))
+        .await?;
+    wait_for(client, "#message", |m| m == NOT_HERE).await?;
+    anyhow::ensure!(!text_of_page(client).await?.contains("0800"));
+
+    // A sign-in pending in this tab (as shop.signIn leaves it before going to Cognito).
+    let pending =
+        json!({"verifier": "v".repeat(43), "state": "cGVuZGluZy1zdGF0ZQ", "back": "/shop/"});
+    client
+        .execute(
+            "sessionStorage.setItem('shop.pkce', JSON.stringify(arguments[0]));",
+            vec![pending.clone()],
+        )
+        .await?;
+    // Another state, a code or an error: refused, and the pending sign-in stays.
+    for query in [
+        "code=attackers-code&state=c29tZW9uZS1lbHNl".to_owned(),
+        format!("error=access_denied&error_description={PHISHING}&state=c29tZW9uZS1lbHNl"),
+        "code=attackers-code".to_owned(),
+    ] {
+        client
+            .goto(&format!("{base}/shop/callback.html?{query}"))
+            .await?;
+        wait_for(client, "#message", |m| m == NOT_HERE).await?;
+        anyhow::ensure!(!text_of_page(client).await?.contains("0800"), "{query}");
+        anyhow::ensure!(
+            pending_of(client).await? != Value::Null,
+            "{query} cancelled the pending sign-in"
+        );
+        anyhow::ensure!(client.current_url().await?.path() == "/shop/callback.html");
+    }
+    // The provider's error answering this sign-in: a fixed message, none of its text, and
+    // the sign-in is over.
+    client
+        .goto(&format!(
+            "{base}/shop/callback.html?error=access_denied&error_description={PHISHING}&state=cGVuZGluZy1zdGF0ZQ"
+        ))
+        .await?;
+    wait_for(client, "#message", |m| {
+        m == "Sign-in failed or was cancelled: sign in again."
+    })
+    .await?;
+    anyhow::ensure!(!text_of_page(client).await?.contains("0800"));
+    anyhow::ensure!(pending_of(client).await? == Value::Null);
+    Ok(())
 }
 
 /// A buyer's path through the pages: the operator signs in through the ops page and creates
