@@ -20,7 +20,7 @@
 // The check assumes that the payment window (the template's PaymentWindowSeconds, 900 s by
 // default) outlasts the run: an online order is paid within seconds of its confirmation, so
 // one cancelled meanwhile would give its units back and the sale would rightly no longer be
-// sold out. Paying online needs the sandbox provider (every stack but prod).
+// sold out. Paying online needs the sandbox provider (stacks with EnablePaymentSandbox=true).
 'use strict';
 
 const fs = require('node:fs');
@@ -130,8 +130,10 @@ async function payOnline(context, events) {
     return;
   }
   const opened = await call(target, 'POST', `/orders/${orderId}/pay`, { token, body: { method: 'ONLINE' } });
+  // As the buyer: the sandbox signs only for the caller's own order, with its amount.
   const signed = await call(target, 'POST', `/sandbox/payments/${opened.payment.paymentId}`, {
-    body: { outcome: 'PAY', orderId, amountCents: opened.totalCents },
+    token,
+    body: { outcome: 'PAY', orderId },
   });
   const started = Date.now();
   const settled = await call(target, 'POST', signed.callbackUrl, {

@@ -16,7 +16,7 @@ use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
 use crate::seckill::page_queue::QueuedSalePages;
 use crate::seckill::page_store::S3SalePages;
-use crate::seckill::payment::{PaymentProvider, WebhookSecret};
+use crate::seckill::payment::{CallbackSecrets, PaymentProvider, WebhookSecret};
 use crate::seckill::redis_store::RedisSales;
 use crate::seckill::reservations::RedisReservations;
 use crate::seckill::sale_store::DynamoSaleStore;
@@ -151,10 +151,27 @@ impl Boot {
         self.must(cloud::webhook_secret(&client, &arn).await)
     }
 
-    /// The same secret, read from Secrets Manager on its first use ([`cloud::SecretOnFirstUse`]):
-    /// a missing `PAYMENT_SECRET_ARN` still ends the cold start; the call does not happen in it.
-    pub async fn payment_secret_on_first_use(&self) -> cloud::SecretOnFirstUse {
-        let arn = self.must(self.env.required("PAYMENT_SECRET_ARN"));
+    /// What `/payments/callback` takes a signature of: the provider's secret
+    /// (`PAYMENT_SECRET_ARN`) and, on a stack with the sandbox, the sandbox's own
+    /// (`SANDBOX_SECRET_ARN`, which the template sets only when `EnablePaymentSandbox` is
+    /// true); both read at cold start.
+    pub async fn callback_secrets(&self) -> CallbackSecrets {
+        let provider = self.payment_secret().await;
+        let sandbox = match self.env.optional("SANDBOX_SECRET_ARN") {
+            Some(arn) if !arn.trim().is_empty() => {
+                let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
+                Some(self.must(cloud::webhook_secret(&client, &arn).await))
+            }
+            _ => None,
+        };
+        CallbackSecrets { provider, sandbox }
+    }
+
+    /// The sandbox's own signing secret (`SANDBOX_SECRET_ARN`), read from Secrets Manager on
+    /// its first use ([`cloud::SecretOnFirstUse`]): a missing variable still ends the cold
+    /// start; the call does not happen in it.
+    pub async fn sandbox_secret_on_first_use(&self) -> cloud::SecretOnFirstUse {
+        let arn = self.must(self.env.required("SANDBOX_SECRET_ARN"));
         cloud::SecretOnFirstUse::new(self.sdk_config().await, arn)
     }
 

@@ -145,6 +145,68 @@ impl fmt::Display for OrderId {
     }
 }
 
+/// A payment's id, as the pay route mints it (`pay_<uuid v7, simple form>`) or a provider
+/// names it: a [`valid_id`], since it becomes part of keys (`REFUND#<paymentId>`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PaymentId(String);
+
+impl PaymentId {
+    /// A new, time-ordered id.
+    pub fn generate() -> Self {
+        Self(format!("pay_{}", uuid::Uuid::now_v7().simple()))
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
+        if valid_id(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(InvalidId {
+                what: "paymentId",
+                max: MAX_ID,
+            })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for PaymentId {
+    type Error = InvalidId;
+
+    fn try_from(raw: String) -> Result<Self, InvalidId> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<PaymentId> for String {
+    fn from(id: PaymentId) -> Self {
+        id.0
+    }
+}
+
+impl fmt::Display for PaymentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for OrderId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.raw)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for OrderId {
+    /// Only the canonical form: a notice or a body naming another spelling is refused.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        Self::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +239,31 @@ mod tests {
         );
         for raw in ["", "s1", "SALE#x"] {
             assert_eq!(SaleId::parse(raw), Err(InvalidSaleId));
+        }
+    }
+
+    #[test]
+    fn payment_ids_are_key_safe_and_parsed_when_deserialized() {
+        let id = PaymentId::generate();
+        assert!(id.as_str().starts_with("pay_"), "{id}");
+        assert_eq!(PaymentId::parse(id.as_str()).unwrap(), id);
+        for raw in ["", "pay#1", "REFUND#x", "a b", &"p".repeat(129)] {
+            assert!(PaymentId::parse(raw).is_err(), "{raw:?} should be refused");
+            let json = serde_json::to_string(raw).unwrap();
+            assert!(serde_json::from_str::<PaymentId>(&json).is_err(), "{raw:?}");
+        }
+        let parsed: PaymentId = serde_json::from_str(r#""pay_1""#).unwrap();
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), r#""pay_1""#);
+    }
+
+    #[test]
+    fn an_order_id_deserializes_only_in_its_canonical_form() {
+        let id = OrderId::generate(&SaleId::parse(S1).unwrap());
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{id}\""));
+        assert_eq!(serde_json::from_str::<OrderId>(&json).unwrap(), id);
+        for bad in [r#""o1""#, r#""a#b""#, r#""""#] {
+            assert!(serde_json::from_str::<OrderId>(bad).is_err(), "{bad}");
         }
     }
 

@@ -9,10 +9,10 @@ use app::seckill::payment_routes;
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;
-    let secret = boot.payment_secret().await;
+    let secrets = boot.callback_secrets().await;
     http::run(|request| {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        payment_routes::callback(&store, &secret, request, now)
+        payment_routes::callback(&store, &secrets, request, now)
     })
     .await
 }

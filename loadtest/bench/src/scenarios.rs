@@ -273,7 +273,7 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
             // so it is recorded for refund: a GetItem and a conditional PutItem, 200.
             let notice = json!({"eventId": format!("evt-{i}"), "paymentId": format!("pay-{i}"),
                                 "orderId": fixture.order_id, "amountCents": 1999,
-                                "status": "SUCCEEDED"})
+                                "currency": "EUR", "status": "SUCCEEDED"})
             .to_string();
             let secret =
                 WebhookSecret::new(local_cloud::secrets::local_value("PaymentWebhookSecret"))

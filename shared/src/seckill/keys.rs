@@ -29,7 +29,7 @@
 //! sale's buyers written under its key would add their writes to the partition of the sale's
 //! stock item, the hottest of the sale.
 //! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>` | one order by id (owner checked); a user's orders newest first |
-//! | refund | `REFUND#<paymentId>` | `REFUND` | gsi1 `REFUNDS#DUE` / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment (`orderId`, `userId`, `amountCents`, `reason`, `state` DUE); the refunds to pay back, oldest first |
+//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
 /// The Redis keys of one sale.
@@ -81,14 +81,18 @@ pub fn order_pk(order_id: &str) -> String {
     format!("ORDER#{order_id}")
 }
 
-pub const REFUND_SK: &str = "REFUND";
-
 /// The index partition of the refunds still to pay back, oldest first (rare: a payment that
 /// arrived after its order was cancelled).
 pub const REFUNDS_DUE_PK: &str = "REFUNDS#DUE";
 
 pub fn refund_pk(payment_id: &str) -> String {
     format!("REFUND#{payment_id}")
+}
+
+/// A refund's sort key: the order the notice named, so that each (payment, order) pair is
+/// recorded once and one pair never blocks or overwrites another.
+pub fn refund_sk(order_id: &str) -> String {
+    format!("ORDER#{order_id}")
 }
 
 pub fn user_orders_pk(user_id: &str) -> String {

@@ -55,6 +55,46 @@ pub(crate) fn placed_units(
     body.to_string()
 }
 
+/// Order ids of [`S1`] in the form the order route mints ([`crate::ids::OrderId`]).
+pub(crate) const O1: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000001.0190a1b2c3d47e5f8a9b0000000001a1";
+pub(crate) const O2: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000001.0190a1b2c3d47e5f8a9b0000000001a2";
+
+/// A store holding `order`, a CONFIRMED order of `user` for 2 units of [`S1`] at 990 (1,980 in
+/// all) to pay online, with its payment `payment` opened; and the reservations behind it.
+pub(crate) async fn awaiting_payment(
+    order: &str,
+    user: &str,
+    payment: &str,
+) -> (MemoryOrders, MemoryReservations) {
+    let store = MemoryOrders::default();
+    store.add_sale(S1, 10);
+    let reservations = MemoryReservations::default();
+    add_awaiting_payment(&store, &reservations, order, user, payment).await;
+    (store, reservations)
+}
+
+/// [`awaiting_payment`]'s order added to `store`.
+pub(crate) async fn add_awaiting_payment(
+    store: &MemoryOrders,
+    reservations: &MemoryReservations,
+    order: &str,
+    user: &str,
+    payment: &str,
+) {
+    reservations.reserve_units(S1, order, user, 0, 2);
+    let deps = super::order_consumer::OrderDeps {
+        store,
+        reservations,
+        payments: &MemoryPayments::default(),
+    };
+    let body = placed_units(order, S1, user, 2, Some("ONLINE"));
+    let failed = super::order_consumer::handle_batch(deps, crate::testing::batch(&[body])).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    let owner = UserId::parse(user).unwrap();
+    let opened = store.open_payment(order, &owner, payment).await.unwrap();
+    assert_eq!(opened.as_deref(), Some(payment));
+}
+
 /// A `PaymentDue` v1 message body.
 pub(crate) fn due(order: &str, sale: &str) -> String {
     serde_json::json!({"type": "PaymentDue", "version": 1, "id": format!("due-{order}"),
@@ -383,7 +423,11 @@ impl OrderStore for MemoryOrders {
 
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
         let mut refunds = self.refunds.lock().unwrap();
-        if refunds.iter().any(|r| r.payment_id == refund.payment_id) {
+        // One per payment and order, as the table's key (`REFUND#<payment>`, `ORDER#<order>`).
+        if refunds
+            .iter()
+            .any(|r| r.payment_id == refund.payment_id && r.order_id == refund.order_id)
+        {
             return Ok(false);
         }
         refunds.push(refund.clone());

@@ -186,9 +186,9 @@ pub async fn pay_order(route: &PayRoute<'_>, request: Request) -> Result<Respons
                     "online payment is not available on this stack; pay cash on delivery",
                 )
             })?;
-            let new_id = format!("pay_{}", uuid::Uuid::now_v7().simple());
+            let new_id = crate::ids::PaymentId::generate();
             let opened = store
-                .open_payment(&order.order_id, &caller.user_id, &new_id)
+                .open_payment(&order.order_id, &caller.user_id, new_id.as_str())
                 .await
                 .map_err(store_error)?;
             if let Some(payment_id) = opened {
@@ -196,6 +196,7 @@ pub async fn pay_order(route: &PayRoute<'_>, request: Request) -> Result<Respons
                     payment_id: payment_id.clone(),
                     order_id: order.order_id.clone(),
                     amount_cents: order.total_cents,
+                    currency: super::payment::Currency::of(&order),
                     return_url: order_page(&order.order_id),
                 };
                 let redirect_url = provider.open(&session).await.map_err(|err| {

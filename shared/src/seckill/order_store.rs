@@ -4,7 +4,7 @@
 use super::admission::Holder;
 use super::checkout::Address;
 use super::keys::{
-    BUYER_SK, ORDER_SK, REFUND_SK, REFUNDS_DUE_PK, SALE_SK, buyer_pk, order_pk, refund_pk, sale_pk,
+    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, SALE_SK, buyer_pk, order_pk, refund_pk, refund_sk, sale_pk,
     user_orders_pk, user_orders_sk,
 };
 use super::orders::{
@@ -516,12 +516,13 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(level = "debug", skip(self, refund), fields(payment = %refund.payment_id))]
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
-        let mut item = key(refund_pk(&refund.payment_id), REFUND_SK);
+        let mut item = key(refund_pk(&refund.payment_id), refund_sk(&refund.order_id));
         item.extend([
             ("paymentId".to_owned(), s(&refund.payment_id)),
             ("orderId".to_owned(), s(&refund.order_id)),
             ("userId".to_owned(), s(&refund.user_id)),
             ("amountCents".to_owned(), n(refund.amount_cents)),
+            ("currency".to_owned(), s(refund.currency.as_str())),
             ("reason".to_owned(), s(refund.reason.as_str())),
             ("state".to_owned(), s("DUE")),
             ("recordedAt".to_owned(), s(&refund.recorded_at)),

@@ -21,8 +21,16 @@
 //! recorded for refund ([`Refund`]), and the order is left as it is. The race with the payment
 //! timeout is decided by the order's conditional writes: whichever of "CONFIRMED → PAID" and
 //! "CONFIRMED → CANCELLED" lands first wins, and the other sees the result.
+//!
+//! A notice is parsed before anything reads it: its `orderId` is an [`OrderId`] and its
+//! `paymentId` a [`PaymentId`] (both become keys), its `currency` a [`Currency`]; a bad one is
+//! a 400. A success in another currency than the order's, like one of another amount, is
+//! refunded and pays nothing. Refunds are recorded per payment **and order**
+//! ([`super::keys::refund_sk`]): a notice that names the payment with another order records
+//! its own refund, and neither blocks nor overwrites the genuine one.
 
 use super::orders::{Order, OrderStatus, OrderStore, OrderStoreError};
+use crate::ids::{OrderId, PaymentId};
 use async_trait::async_trait;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -34,12 +42,64 @@ pub const SIGNATURE_HEADER: &str = "payment-signature";
 /// How old a signature may be: a notice replayed later than this is refused outright.
 pub const TOLERANCE_SECONDS: i64 = 300;
 
+/// An ISO 4217 currency code: three capital letters (`EUR`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Currency(String);
+
+/// Why a string is not a currency code.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("currency must be an ISO 4217 code of three capital letters, e.g. EUR")]
+pub struct InvalidCurrency;
+
+/// The shop's currency: every price, order total and payment is in it.
+pub const SHOP_CURRENCY: &str = "EUR";
+
+impl Currency {
+    pub fn parse(raw: &str) -> Result<Self, InvalidCurrency> {
+        if raw.len() == 3 && raw.bytes().all(|b| b.is_ascii_uppercase()) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(InvalidCurrency)
+        }
+    }
+
+    /// [`SHOP_CURRENCY`]: the currency of every order.
+    pub fn shop() -> Self {
+        Self(SHOP_CURRENCY.to_owned())
+    }
+
+    /// The currency `order` is paid in (the shop's: prices have no other).
+    pub fn of(_order: &Order) -> Self {
+        Self::shop()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Currency {
+    type Error = InvalidCurrency;
+
+    fn try_from(raw: String) -> Result<Self, InvalidCurrency> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<Currency> for String {
+    fn from(currency: Currency) -> Self {
+        currency.0
+    }
+}
+
 /// A payment opened with the provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentSession {
     pub payment_id: String,
     pub order_id: String,
     pub amount_cents: u64,
+    pub currency: Currency,
     /// Where the provider sends the buyer back (a path of this origin).
     pub return_url: String,
 }
@@ -67,9 +127,10 @@ pub enum PaymentStatus {
 pub struct PaymentNotice {
     /// The provider's id of this notice.
     pub event_id: String,
-    pub payment_id: String,
-    pub order_id: String,
+    pub payment_id: PaymentId,
+    pub order_id: OrderId,
     pub amount_cents: u64,
+    pub currency: Currency,
     pub status: PaymentStatus,
 }
 
@@ -160,6 +221,31 @@ impl WebhookSecret {
     }
 }
 
+/// The secrets `/payments/callback` takes a signature of: the provider's, and the sandbox's
+/// own where the stack enables the sandbox (`EnablePaymentSandbox`), so that the sandbox can
+/// sign notices without ever holding the provider's secret.
+#[derive(Clone, Debug)]
+pub struct CallbackSecrets {
+    pub provider: WebhookSecret,
+    pub sandbox: Option<WebhookSecret>,
+}
+
+impl CallbackSecrets {
+    /// [`WebhookSecret::verify`] with the provider's secret, then the sandbox's if there is
+    /// one: a signature made with neither is a [`SignatureError::Mismatch`].
+    pub fn verify(
+        &self,
+        header: Option<&str>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(), SignatureError> {
+        match (self.provider.verify(header, body, now), &self.sandbox) {
+            (Err(SignatureError::Mismatch), Some(sandbox)) => sandbox.verify(header, body, now),
+            (verified, _) => verified,
+        }
+    }
+}
+
 /// Why a payment that succeeded is to be refunded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -171,6 +257,8 @@ pub enum RefundReason {
     AlreadySettled,
     /// The amount is not the order's total.
     AmountMismatch,
+    /// The currency is not the order's.
+    CurrencyMismatch,
     /// Not the payment this service opened for the order.
     UnknownPayment,
 }
@@ -182,18 +270,20 @@ impl RefundReason {
             Self::OrderRejected => "ORDER_REJECTED",
             Self::AlreadySettled => "ALREADY_SETTLED",
             Self::AmountMismatch => "AMOUNT_MISMATCH",
+            Self::CurrencyMismatch => "CURRENCY_MISMATCH",
             Self::UnknownPayment => "UNKNOWN_PAYMENT",
         }
     }
 }
 
-/// A payment to give back, as the commerce table records it (once per payment).
+/// A payment to give back, as the commerce table records it (once per payment and order).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refund {
     pub payment_id: String,
     pub order_id: String,
     pub user_id: String,
     pub amount_cents: u64,
+    pub currency: Currency,
     pub reason: RefundReason,
     pub recorded_at: String,
 }
@@ -238,6 +328,9 @@ fn verdict(order: &Order, notice: &PaymentNotice) -> Result<(), RefundReason> {
     let ours = order.payment_id.as_deref() == Some(notice.payment_id.as_str());
     match order.status {
         OrderStatus::Confirmed if !ours => Err(RefundReason::UnknownPayment),
+        OrderStatus::Confirmed if notice.currency != Currency::of(order) => {
+            Err(RefundReason::CurrencyMismatch)
+        }
         OrderStatus::Confirmed if notice.amount_cents != order.total_cents => {
             Err(RefundReason::AmountMismatch)
         }
@@ -256,7 +349,7 @@ pub async fn settle(
     at: &str,
 ) -> Result<Settlement, SettleError> {
     let mut order = store
-        .order(&notice.order_id)
+        .order(notice.order_id.as_str())
         .await?
         .ok_or(SettleError::UnknownOrder)?;
     if notice.status == PaymentStatus::Failed {
@@ -274,7 +367,7 @@ pub async fn settle(
         match verdict(&order, notice) {
             Ok(()) => {
                 if store
-                    .settle_online(&order.order_id, &notice.payment_id, at)
+                    .settle_online(&order.order_id, notice.payment_id.as_str(), at)
                     .await?
                 {
                     return Ok(Settlement::Paid);
@@ -283,7 +376,7 @@ pub async fn settle(
             Err(reason) => return refund(store, &order, notice, reason, at).await,
         }
         order = store
-            .order(&notice.order_id)
+            .order(notice.order_id.as_str())
             .await?
             .ok_or(SettleError::UnknownOrder)?;
     }
@@ -300,10 +393,11 @@ async fn refund(
     at: &str,
 ) -> Result<Settlement, SettleError> {
     let refund = Refund {
-        payment_id: notice.payment_id.clone(),
+        payment_id: notice.payment_id.to_string(),
         order_id: order.order_id.clone(),
         user_id: order.user_id.to_string(),
         amount_cents: notice.amount_cents,
+        currency: notice.currency.clone(),
         reason,
         recorded_at: at.to_owned(),
     };
@@ -323,8 +417,9 @@ async fn refund(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seckill::memory::{MemoryOrders, MemoryPayments, MemoryReservations, S1};
-    use crate::seckill::order_consumer::{self, OrderDeps};
+    use crate::seckill::memory::{
+        MemoryOrders, MemoryReservations, O1, O2, S1, add_awaiting_payment, awaiting_payment,
+    };
     use crate::seckill::payment_timeout;
     use crate::testing::batch;
 
@@ -385,41 +480,19 @@ mod tests {
         assert_eq!(format!("{:?}", secret()), "WebhookSecret(..)");
     }
 
-    /// A store with one CONFIRMED order `o1` of 2 units at 990, its payment `p1` opened.
+    /// A store with one CONFIRMED order [`O1`] of ann's, 2 units at 990, its payment `p1`
+    /// opened.
     async fn confirmed() -> (MemoryOrders, MemoryReservations) {
-        let store = MemoryOrders::default();
-        store.add_sale(S1, 10);
-        let reservations = MemoryReservations::default();
-        reservations.reserve_units(S1, "o1", "ann", 0, 2);
-        let deps = OrderDeps {
-            store: &store,
-            reservations: &reservations,
-            payments: &MemoryPayments::default(),
-        };
-        let body = crate::seckill::memory::placed_units("o1", S1, "ann", 2, Some("ONLINE"));
-        assert!(
-            order_consumer::handle_batch(deps, batch(&[body]))
-                .await
-                .is_empty()
-        );
-        let ann = crate::ids::UserId::parse("ann").unwrap();
-        assert_eq!(
-            store
-                .open_payment("o1", &ann, "p1")
-                .await
-                .unwrap()
-                .as_deref(),
-            Some("p1")
-        );
-        (store, reservations)
+        awaiting_payment(O1, "ann", "p1").await
     }
 
     fn notice(payment: &str, amount: u64, status: PaymentStatus) -> PaymentNotice {
         PaymentNotice {
             event_id: format!("ev-{payment}"),
-            payment_id: payment.to_owned(),
-            order_id: "o1".to_owned(),
+            payment_id: PaymentId::parse(payment).unwrap(),
+            order_id: OrderId::parse(O1).unwrap(),
             amount_cents: amount,
+            currency: Currency::shop(),
             status,
         }
     }
@@ -429,17 +502,17 @@ mod tests {
         let (store, _) = confirmed().await;
         let ann = crate::ids::UserId::parse("ann").unwrap();
         // Asking again answers the same payment; someone else's order opens nothing.
-        let again = store.open_payment("o1", &ann, "p-other").await.unwrap();
+        let again = store.open_payment(O1, &ann, "p-other").await.unwrap();
         assert_eq!(again.as_deref(), Some("p1"));
         let bob = crate::ids::UserId::parse("bob").unwrap();
-        assert_eq!(store.open_payment("o1", &bob, "p9").await.unwrap(), None);
+        assert_eq!(store.open_payment(O1, &bob, "p9").await.unwrap(), None);
 
         let failed = settle(&store, &notice("p1", 1_980, PaymentStatus::Failed), "t").await;
         assert_eq!(failed.unwrap(), Settlement::Failed);
-        assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(store.status(O1), Some(OrderStatus::Confirmed));
         let paid = notice("p1", 1_980, PaymentStatus::Succeeded);
         assert_eq!(settle(&store, &paid, "t").await.unwrap(), Settlement::Paid);
-        let order = store.order("o1").await.unwrap().unwrap();
+        let order = store.order(O1).await.unwrap().unwrap();
         assert_eq!(order.status, OrderStatus::Paid);
         assert_eq!(order.paid_at.as_deref(), Some("t"));
         // Delivered again: nothing changes, nothing is refunded.
@@ -465,13 +538,13 @@ mod tests {
     #[tokio::test]
     async fn a_payment_after_the_window_ended_is_refunded_never_sold() {
         let (store, reservations) = confirmed().await;
-        let due = crate::seckill::memory::due("o1", S1);
+        let due = crate::seckill::memory::due(O1, S1);
         assert!(
             payment_timeout::handle_batch(&store, &reservations, batch(&[due]))
                 .await
                 .is_empty()
         );
-        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.status(O1), Some(OrderStatus::Cancelled));
         assert_eq!(store.stock(S1), 10);
 
         let late = notice("p1", 1_980, PaymentStatus::Succeeded);
@@ -482,7 +555,7 @@ mod tests {
                 new: true
             }
         );
-        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.status(O1), Some(OrderStatus::Cancelled));
         assert_eq!(store.stock(S1), 10);
         let refunds = store.refunds();
         assert_eq!(
@@ -510,12 +583,152 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(store.status(O1), Some(OrderStatus::Confirmed));
         let mut unknown = notice("p1", 1_980, PaymentStatus::Succeeded);
-        unknown.order_id = "nope".to_owned();
+        unknown.order_id = OrderId::parse(O2).unwrap();
         assert!(matches!(
             settle(&store, &unknown, "t").await,
             Err(SettleError::UnknownOrder)
         ));
+    }
+
+    #[test]
+    fn a_notice_names_its_ids_and_currency_in_their_parsed_forms() {
+        let good = serde_json::json!({"eventId": "ev", "paymentId": "pay_1", "orderId": O1,
+            "amountCents": 1_980, "currency": "EUR", "status": "SUCCEEDED"});
+        let parsed: PaymentNotice = serde_json::from_value(good.clone()).unwrap();
+        assert_eq!(
+            parsed,
+            notice("pay_1", 1_980, PaymentStatus::Succeeded).with_event("ev")
+        );
+        for (field, bad) in [
+            ("paymentId", "pay#1"),
+            ("paymentId", ""),
+            ("paymentId", &"p".repeat(129)),
+            ("orderId", "o1"),
+            ("orderId", "ORDER#x"),
+            ("currency", "eur"),
+            ("currency", "EURO"),
+        ] {
+            let mut body = good.clone();
+            body[field] = bad.into();
+            assert!(
+                serde_json::from_value::<PaymentNotice>(body).is_err(),
+                "{field}={bad:?} is refused"
+            );
+        }
+        let mut without = good;
+        without.as_object_mut().unwrap().remove("currency");
+        assert!(serde_json::from_value::<PaymentNotice>(without).is_err());
+    }
+
+    impl PaymentNotice {
+        fn with_event(mut self, event_id: &str) -> Self {
+            self.event_id = event_id.to_owned();
+            self
+        }
+    }
+
+    #[tokio::test]
+    async fn a_payment_in_another_currency_is_refunded_and_pays_nothing() {
+        let (store, _) = confirmed().await;
+        let mut dollars = notice("p1", 1_980, PaymentStatus::Succeeded);
+        dollars.currency = Currency::parse("USD").unwrap();
+        assert_eq!(
+            settle(&store, &dollars, "t").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::CurrencyMismatch,
+                new: true
+            }
+        );
+        assert_eq!(store.status(O1), Some(OrderStatus::Confirmed));
+        let refunds = store.refunds();
+        assert_eq!(refunds[0].currency.as_str(), "USD");
+        // The same payment in the order's currency still pays it.
+        let euros = notice("p1", 1_980, PaymentStatus::Succeeded);
+        assert_eq!(settle(&store, &euros, "t").await.unwrap(), Settlement::Paid);
+    }
+
+    #[tokio::test]
+    async fn a_notice_naming_the_payment_with_another_order_neither_blocks_nor_overwrites_its_refund()
+     {
+        // ann's O1 awaits p1 until its window ends; bob's O2 awaits his own payment p2.
+        let (store, reservations) = confirmed().await;
+        add_awaiting_payment(&store, &reservations, O2, "bob", "p2").await;
+        let due = crate::seckill::memory::due(O1, S1);
+        assert!(
+            payment_timeout::handle_batch(&store, &reservations, batch(&[due]))
+                .await
+                .is_empty()
+        );
+        // First, a notice naming p1 with bob's order: refunded, bob's order untouched.
+        let mut misnamed = notice("p1", 1_980, PaymentStatus::Succeeded);
+        misnamed.order_id = OrderId::parse(O2).unwrap();
+        assert_eq!(
+            settle(&store, &misnamed, "t1").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::UnknownPayment,
+                new: true
+            }
+        );
+        assert_eq!(store.status(O2), Some(OrderStatus::Confirmed));
+        // Then ann's genuine p1 arrives late: its refund is recorded, for ann and her
+        // cancelled order, not lost behind the first one nor written over it.
+        let genuine = notice("p1", 1_980, PaymentStatus::Succeeded);
+        assert_eq!(
+            settle(&store, &genuine, "t2").await.unwrap(),
+            Settlement::RefundDue {
+                reason: RefundReason::OrderCancelled,
+                new: true
+            }
+        );
+        let refunds = store.refunds();
+        let of = |order: &str| {
+            refunds
+                .iter()
+                .find(|r| r.payment_id == "p1" && r.order_id == order)
+                .map(|r| (r.user_id.as_str(), r.reason, r.recorded_at.as_str()))
+        };
+        assert_eq!(of(O2), Some(("bob", RefundReason::UnknownPayment, "t1")));
+        assert_eq!(of(O1), Some(("ann", RefundReason::OrderCancelled, "t2")));
+        // Each is recorded once.
+        assert!(matches!(
+            settle(&store, &misnamed, "t3").await.unwrap(),
+            Settlement::RefundDue { new: false, .. }
+        ));
+        assert_eq!(store.refunds().len(), 2);
+    }
+
+    #[test]
+    fn the_callback_takes_the_sandboxs_signature_only_when_it_has_the_sandboxs_secret() {
+        let sandbox = WebhookSecret::new(b"the-sandbox-own-secret".to_vec()).unwrap();
+        let body = br#"{"paymentId":"p1"}"#;
+        let by_provider = secret().sign(1_000, body);
+        let by_sandbox = sandbox.sign(1_000, body);
+        let without = CallbackSecrets {
+            provider: secret(),
+            sandbox: None,
+        };
+        assert_eq!(without.verify(Some(&by_provider), body, 1_000), Ok(()));
+        assert_eq!(
+            without.verify(Some(&by_sandbox), body, 1_000),
+            Err(SignatureError::Mismatch)
+        );
+        let with = CallbackSecrets {
+            sandbox: Some(sandbox.clone()),
+            ..without
+        };
+        assert_eq!(with.verify(Some(&by_provider), body, 1_000), Ok(()));
+        assert_eq!(with.verify(Some(&by_sandbox), body, 1_000), Ok(()));
+        let stale = sandbox.sign(1_000 - 2 * TOLERANCE_SECONDS, body);
+        assert_eq!(
+            with.verify(Some(&stale), body, 1_000),
+            Err(SignatureError::Stale)
+        );
+        let other = WebhookSecret::new(b"neither-of-the-two".to_vec()).unwrap();
+        assert_eq!(
+            with.verify(Some(&other.sign(1_000, body)), body, 1_000),
+            Err(SignatureError::Mismatch)
+        );
     }
 }

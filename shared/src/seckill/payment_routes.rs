@@ -3,7 +3,7 @@
 
 use super::order_routes::store_error;
 use super::payment::{
-    PaymentNotice, SIGNATURE_HEADER, SettleError, SignatureError, WebhookSecret, settle,
+    CallbackSecrets, PaymentNotice, SIGNATURE_HEADER, SettleError, SignatureError, settle,
 };
 use crate::http::{ApiError, json, parse_body, record_id};
 use lambda_http::http::StatusCode;
@@ -20,13 +20,14 @@ impl From<SignatureError> for ApiError {
     }
 }
 
-/// `POST /payments/callback`: a provider's notice, verified against the shared secret at
-/// `now` (unix seconds) before anything is read, then settled: 200 `{received, outcome}` with
+/// `POST /payments/callback`: a provider's notice, verified against the shared secrets at
+/// `now` (unix seconds) before anything is read, then parsed (a malformed `orderId`,
+/// `paymentId` or `currency` is a 400) and settled: 200 `{received, outcome}` with
 /// `outcome` PAID, ALREADY_PAID, FAILED or REFUND_DUE; 401 `BAD_SIGNATURE` or
 /// `STALE_SIGNATURE`; 404 for an order that does not exist.
 pub async fn callback(
     store: &dyn super::orders::OrderStore,
-    secret: &WebhookSecret,
+    secret: &CallbackSecrets,
     request: Request,
     now: i64,
 ) -> Result<Response<Body>, ApiError> {

@@ -1,27 +1,37 @@
 //! The payment provider's sandbox: an adapter of [`PaymentProvider`] whose checkout page is
-//! the `payment-sandbox` function on the same origin, for `make dev` and non-prod stacks
-//! (the template deploys it only where `EnvironmentName` is not `prod`).
+//! the `payment-sandbox` function on the same origin, for `make dev` and the stacks deployed
+//! with `EnablePaymentSandbox=true` (a template Rule refuses it with `EnvironmentName=prod`).
 //!
 //! - [`SandboxProvider::open`] answers `/sandbox/payments/{paymentId}?orderId=&amountCents=`
 //!   `&returnUrl=`: nothing to call, the page is ours.
 //! - `GET /sandbox/payments/{paymentId}` ([`page`]): the amount, the order, and two buttons,
 //!   Pay and Fail.
-//! - `POST /sandbox/payments/{paymentId}` `{"outcome": "PAY" | "FAIL", "orderId",
-//!   "amountCents"}` ([`notice`]): the notice a provider would send and its
-//!   `Payment-Signature`, signed with the shared secret, which never leaves the function; the
-//!   page sends them to `POST /payments/callback` and then takes the buyer back to the
-//!   return URL. A test does the same with two requests.
+//! - `POST /sandbox/payments/{paymentId}` `{"outcome": "PAY" | "FAIL", "orderId"}` with the
+//!   buyer's bearer token ([`notice`]): the notice a provider would send and its
+//!   `Payment-Signature`, signed with the **sandbox's own secret** (`PaymentSandboxSecret`,
+//!   never the provider's), which never leaves the function; the page sends them to
+//!   `POST /payments/callback`, which takes that secret only on a stack with the sandbox, and
+//!   then takes the buyer back to the return URL. A test does the same with two requests.
+//!
+//! The sandbox signs only what a provider would: a notice for the **caller's own** order,
+//! CONFIRMED and paid online, naming the payment the pay route opened for it, with the
+//! order's amount and currency (the request names neither). Anything else is a 4xx and signs
+//! nothing, so the sandbox cannot mint refunds or pay someone else's order.
 //!
 //! A real provider replaces the adapter (its `open` calls the provider's API; its servers
 //! call back with the same header contract, or the callback route's verification is adapted
 //! to theirs); the domain ([`super::payment`]) does not change.
 
+use super::order_routes::store_error;
+use super::orders::{OrderStatus, OrderStore};
 use super::payment::{
-    PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, SIGNATURE_HEADER, WebhookSecret,
+    Currency, PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, SIGNATURE_HEADER,
+    WebhookSecret,
 };
 use super::sale_page::escape;
-use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter};
-use crate::ids::valid_id;
+use crate::auth::Caller;
+use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter, record_id};
+use crate::ids::{OrderId, PaymentId, valid_id};
 use async_trait::async_trait;
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
@@ -123,8 +133,7 @@ enum Outcome {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct NoticeRequest {
     outcome: Outcome,
-    order_id: String,
-    amount_cents: u64,
+    order_id: OrderId,
 }
 
 /// The signed notice, for the page to send to the callback.
@@ -136,21 +145,58 @@ struct SignedNotice {
     signature: String,
 }
 
-/// `POST /sandbox/payments/{paymentId}` `{"outcome", "orderId", "amountCents"}`: the notice of
-/// the payment's outcome and its signature, made at `now` (unix seconds).
-pub fn notice(
+/// `POST /sandbox/payments/{paymentId}` `{"outcome", "orderId"}`, by the buyer (bearer
+/// token): the notice of the payment's outcome for the caller's order, with the order's amount
+/// and currency, and its signature made with the sandbox's secret at `now` (unix seconds).
+/// 401 without a token; 400 for a malformed payment or order id; 404 for an order that does
+/// not exist or is someone else's; 409 `ORDER_NOT_PAYABLE` for one not awaiting an online
+/// payment, 409 `NOT_THE_ORDERS_PAYMENT` for a payment id the order's payment was not opened
+/// with. Nothing is signed then.
+pub async fn notice(
+    store: &dyn OrderStore,
     secret: &WebhookSecret,
     request: &Request,
     now: i64,
 ) -> Result<Response<Body>, ApiError> {
-    let payment_id = id_parameter(path_parameter(request, "paymentId").ok(), "paymentId")?;
+    let caller = Caller::from_request(request)?;
+    let payment_id = path_parameter(request, "paymentId")
+        .ok()
+        .and_then(|raw| PaymentId::parse(&raw).ok())
+        .ok_or_else(|| ApiError::bad_request("paymentId in the path is missing or malformed"))?;
     let chosen: NoticeRequest = parse_body(request)?;
-    let order_id = id_parameter(Some(chosen.order_id), "orderId")?;
+    record_id("order", &chosen.order_id);
+    let order = match store
+        .order(chosen.order_id.as_str())
+        .await
+        .map_err(store_error)?
+    {
+        Some(order) if order.user_id == caller.user_id => order,
+        _ => return Err(ApiError::not_found("no such order")),
+    };
+    if order.status != OrderStatus::Confirmed {
+        return Err(ApiError::conflict(
+            "ORDER_NOT_PAYABLE",
+            format!(
+                "the order is {}: it is not awaiting a payment",
+                order.status.as_str()
+            ),
+        ));
+    }
+    if order.payment_id.as_deref() != Some(payment_id.as_str()) {
+        return Err(ApiError::conflict(
+            "NOT_THE_ORDERS_PAYMENT",
+            format!(
+                "{payment_id} is not the payment opened for this order: pay it from the \
+                 order's page (POST /orders/{{orderId}}/pay)"
+            ),
+        ));
+    }
     let notice = PaymentNotice {
         event_id: format!("evt_{}", uuid::Uuid::now_v7().simple()),
         payment_id,
-        order_id,
-        amount_cents: chosen.amount_cents,
+        currency: Currency::of(&order),
+        order_id: chosen.order_id,
+        amount_cents: order.total_cents,
         status: match chosen.outcome {
             Outcome::Pay => PaymentStatus::Succeeded,
             Outcome::Fail => PaymentStatus::Failed,
@@ -171,7 +217,8 @@ pub fn notice(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{answer, api_request};
+    use crate::seckill::memory::{O1, O2, S1, awaiting_payment};
+    use crate::testing::{answer, api_request, assert_refused, claims_of};
     use lambda_http::RequestExt;
     use serde_json::json;
     use std::collections::HashMap;
@@ -195,6 +242,7 @@ mod tests {
             payment_id: "pay_1".into(),
             order_id: "s.o".into(),
             amount_cents: 1_998,
+            currency: Currency::shop(),
             return_url: "/shop/order.html?id=s.o".into(),
         };
         let url = SandboxProvider.open(&session).await.unwrap();
@@ -234,24 +282,105 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_notice_is_signed_with_the_shared_secret() {
-        let secret = WebhookSecret::new(b"sandbox-test-secret!".to_vec()).unwrap();
-        let body = json!({"outcome": "PAY", "orderId": "s.o", "amountCents": 1998}).to_string();
-        let request = with_payment(api_request("POST", "/p", &body, json!(null)), &[]);
-        let (status, signed) = answer(notice(&secret, &request, 1_000));
+    fn sandbox_secret() -> WebhookSecret {
+        WebhookSecret::new(b"sandbox-test-secret!".to_vec()).unwrap()
+    }
+
+    /// The sandbox's POST for `payment`, as `caller` (no token when `None`).
+    async fn post(
+        store: &dyn OrderStore,
+        caller: Option<&str>,
+        payment: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let claims = caller.map(claims_of).unwrap_or(json!(null));
+        let request = api_request("POST", "/p", &body.to_string(), claims).with_path_parameters(
+            HashMap::from([("paymentId".to_owned(), payment.to_owned())]),
+        );
+        answer(notice(store, &sandbox_secret(), &request, 1_000).await)
+    }
+
+    #[tokio::test]
+    async fn the_notice_of_the_callers_own_payment_is_signed_with_the_order_amount() {
+        let (store, _) = awaiting_payment(O1, "ann", "pay_1").await;
+        // The request names no amount: the order's total and currency are signed.
+        let (status, signed) = post(
+            &store,
+            Some("ann"),
+            "pay_1",
+            json!({"outcome": "PAY", "orderId": O1}),
+        )
+        .await;
         assert_eq!(status, 200, "{signed}");
         let sent = signed["body"].as_str().unwrap();
         let header = signed["signature"].as_str().unwrap();
-        assert_eq!(secret.verify(Some(header), sent.as_bytes(), 1_000), Ok(()));
+        assert_eq!(
+            sandbox_secret().verify(Some(header), sent.as_bytes(), 1_000),
+            Ok(())
+        );
         let parsed: PaymentNotice = serde_json::from_str(sent).unwrap();
         assert_eq!(parsed.status, PaymentStatus::Succeeded);
         assert_eq!(
-            (parsed.payment_id.as_str(), parsed.amount_cents),
-            ("pay_1", 1998)
+            (
+                parsed.payment_id.as_str(),
+                parsed.order_id.as_str(),
+                parsed.amount_cents,
+                parsed.currency.as_str()
+            ),
+            ("pay_1", O1, 1_980, "EUR")
         );
-        let bad = json!({"outcome": "MAYBE", "orderId": "s.o", "amountCents": 1}).to_string();
-        let request = with_payment(api_request("POST", "/p", &bad, json!(null)), &[]);
-        assert_eq!(answer(notice(&secret, &request, 1_000)).0, 400);
+        let (status, failed) = post(
+            &store,
+            Some("ann"),
+            "pay_1",
+            json!({"outcome": "FAIL", "orderId": O1}),
+        )
+        .await;
+        assert_eq!(status, 200, "{failed}");
+        let amount = json!({"outcome": "PAY", "orderId": O1, "amountCents": 1});
+        assert_eq!(post(&store, Some("ann"), "pay_1", amount).await.0, 400);
+        let bad = json!({"outcome": "MAYBE", "orderId": O1});
+        assert_eq!(post(&store, Some("ann"), "pay_1", bad).await.0, 400);
+    }
+
+    #[tokio::test]
+    async fn the_sandbox_signs_nothing_for_a_stranger_another_payment_or_an_order_not_awaiting_one()
+    {
+        let (store, reservations) = awaiting_payment(O1, "ann", "pay_1").await;
+        let pay = json!({"outcome": "PAY", "orderId": O1});
+        let no_token = post(&store, None, "pay_1", pay.clone()).await;
+        assert_eq!(no_token.0, 401, "{no_token:?}");
+        let stranger = post(&store, Some("bob"), "pay_1", pay.clone()).await;
+        assert_refused(&stranger, 404, "NOT_FOUND", "no such order");
+        let other = post(&store, Some("ann"), "pay_2", pay.clone()).await;
+        assert_refused(
+            &other,
+            409,
+            "NOT_THE_ORDERS_PAYMENT",
+            "pay_2 is not the payment opened for this order",
+        );
+        let malformed = post(&store, Some("ann"), "pay#1", pay.clone()).await;
+        assert_refused(&malformed, 400, "BAD_REQUEST", "paymentId");
+        let unknown = json!({"outcome": "PAY", "orderId": O2});
+        assert_refused(
+            &post(&store, Some("ann"), "pay_1", unknown).await,
+            404,
+            "NOT_FOUND",
+            "no such order",
+        );
+        let loose = json!({"outcome": "PAY", "orderId": "o1"});
+        assert_eq!(post(&store, Some("ann"), "pay_1", loose).await.0, 400);
+        // An order whose window ended is not awaiting a payment any more.
+        let due = crate::seckill::memory::due(O1, S1);
+        let failed = crate::seckill::payment_timeout::handle_batch(
+            &store,
+            &reservations,
+            crate::testing::batch(&[due]),
+        )
+        .await;
+        assert!(failed.is_empty());
+        let late = post(&store, Some("ann"), "pay_1", pay).await;
+        assert_refused(&late, 409, "ORDER_NOT_PAYABLE", "the order is CANCELLED");
+        assert!(store.refunds().is_empty());
     }
 }

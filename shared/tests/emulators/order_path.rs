@@ -18,7 +18,7 @@ use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{
     OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
 };
-use app::seckill::payment::{Refund, RefundReason};
+use app::seckill::payment::{Currency, Refund, RefundReason};
 use app::seckill::payment_due_sink::SqsPaymentDueSink;
 use app::seckill::reservations::RedisReservations;
 use app::seckill::{payment_timeout, reconcile};
@@ -680,20 +680,36 @@ async fn a_cancelled_order_gives_its_unit_back_to_the_buyer_who_may_buy_again() 
 }
 
 #[tokio::test]
-async fn a_refund_is_recorded_once_per_payment() {
+async fn a_refund_is_recorded_once_per_payment_and_order() {
     let world = World::new(5, 5).await;
     let refund = Refund {
         payment_id: "pay-late".to_owned(),
         order_id: "o1".to_owned(),
         user_id: "alice".to_owned(),
         amount_cents: 990,
+        currency: Currency::shop(),
         reason: RefundReason::OrderCancelled,
         recorded_at: "2026-11-30T18:00:00.000000Z".to_owned(),
     };
     assert!(world.store.record_refund(&refund).await.unwrap());
     assert!(!world.store.record_refund(&refund).await.unwrap());
-    let item = world.item("REFUND#pay-late", "REFUND").await.unwrap();
+    // The same payment named with another order is its own refund: it does not overwrite
+    // the first, and the first did not block it.
+    let misnamed = Refund {
+        order_id: "o2".to_owned(),
+        user_id: "bob".to_owned(),
+        amount_cents: 1,
+        reason: RefundReason::UnknownPayment,
+        ..refund.clone()
+    };
+    assert!(world.store.record_refund(&misnamed).await.unwrap());
+    let item = world.item("REFUND#pay-late", "ORDER#o1").await.unwrap();
     assert_eq!(item["reason"].as_s().unwrap(), "ORDER_CANCELLED");
+    assert_eq!(item["userId"].as_s().unwrap(), "alice");
+    assert_eq!(item["amountCents"].as_n().unwrap(), "990");
+    assert_eq!(item["currency"].as_s().unwrap(), "EUR");
     assert_eq!(item["state"].as_s().unwrap(), "DUE");
     assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#DUE");
+    let other = world.item("REFUND#pay-late", "ORDER#o2").await.unwrap();
+    assert_eq!(other["userId"].as_s().unwrap(), "bob");
 }

@@ -9,7 +9,8 @@
 //!
 //! - this file: [`load`] and [`LocalNames`], the order in which a template is read;
 //! - `error`: what can be wrong (`Problem`) and where (`At`);
-//! - `parameters`: `Parameters` with their overrides, defaults and checks;
+//! - `parameters`: `Parameters` with their overrides, the local stack's values
+//!   ([`LOCAL_STACK`]), defaults and checks;
 //! - `names`: physical names of tables, queues and buckets, and the local ARNs and URLs;
 //! - `intrinsics`: the `Resolver` and the intrinsic functions; `conditions`: `Conditions`;
 //! - `yaml`: `Node`, the typed accessor that resolves what the runner reads;
@@ -34,6 +35,8 @@ mod parameters;
 mod resources;
 mod throttling;
 mod yaml;
+
+pub use parameters::LOCAL_STACK;
 
 #[cfg(test)]
 mod test_support;

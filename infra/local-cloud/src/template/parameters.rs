@@ -1,5 +1,6 @@
-//! The template's `Parameters`: each one's value from the overrides or its `Default`, checked
-//! against `AllowedValues` and `MinValue`/`MaxValue`.
+//! The template's `Parameters`: each one's value from the overrides, the local stack's
+//! values ([`LOCAL_STACK`]) or its `Default`, checked against `AllowedValues` and
+//! `MinValue`/`MaxValue`.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,14 @@ pub(super) enum Param {
     List(Vec<String>),
 }
 
-/// The template's parameters, from the overrides or their defaults, checked.
+/// What the local stack is, for the parameters a template declares (an override still wins,
+/// and a template that does not declare one is not given it): a dev stack with the payment
+/// sandbox, as `samconfig.toml`'s dev environment deploys. `EnvironmentName` has no `Default`
+/// in the project template, so that a stack in AWS must say what it is; locally it is this.
+pub const LOCAL_STACK: &[(&str, &str)] =
+    &[("EnvironmentName", "dev"), ("EnablePaymentSandbox", "true")];
+
+/// The template's parameters, from the overrides, [`LOCAL_STACK`] or their defaults, checked.
 pub(super) fn parameters(
     file: &str,
     declared: &Mapping,
@@ -48,9 +56,14 @@ pub(super) fn parameters(
             Some(other) => scalar_string(other),
             None => None,
         };
+        let local = LOCAL_STACK
+            .iter()
+            .find(|(local, _)| *local == name)
+            .map(|(_, value)| (*value).to_owned());
         let raw = overrides
             .get(&name)
             .cloned()
+            .or(local)
             .or(default)
             .ok_or_else(|| fail(&at, Problem::NoParameterValue))?;
         if kind.starts_with("AWS::SSM::Parameter") {
@@ -111,6 +124,32 @@ pub(super) fn parameters(
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+
+    #[test]
+    fn the_local_stack_is_dev_with_the_sandbox_unless_overridden() {
+        let template = "Parameters:\n  EnvironmentName:\n    Type: String\n  \
+                        EnablePaymentSandbox:\n    Type: String\n    Default: \"false\"\n";
+        let at = |pairs: &[(&str, &str)]| {
+            let declared: yaml_serde::Mapping = yaml_serde::from_str::<yaml_serde::Value>(template)
+                .unwrap()["Parameters"]
+                .as_mapping()
+                .unwrap()
+                .clone();
+            let values = super::parameters("t", &declared, &overrides(pairs)).unwrap();
+            ["EnvironmentName", "EnablePaymentSandbox"].map(|name| match &values[name] {
+                super::Param::Scalar(value) => value.clone(),
+                super::Param::List(_) => panic!("a scalar"),
+            })
+        };
+        assert_eq!(at(&[]), ["dev", "true"]);
+        assert_eq!(
+            at(&[
+                ("EnvironmentName", "prod"),
+                ("EnablePaymentSandbox", "false")
+            ]),
+            ["prod", "false"]
+        );
+    }
 
     #[test]
     fn a_parameter_without_a_value_is_an_error() {

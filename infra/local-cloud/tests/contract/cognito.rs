@@ -18,12 +18,15 @@ struct Stack {
 }
 
 impl Stack {
+    /// A stack of the template's defaults and these overrides; a dev stack unless they say
+    /// otherwise, since `EnvironmentName` has no default.
     fn new(overrides: &[(&str, &str)]) -> Self {
         let template = yaml("template.yaml");
         let mut parameters: BTreeMap<String, String> = entries(&template, "Parameters")
             .into_iter()
             .filter_map(|(name, p)| Some((name.to_owned(), scalar(p.get("Default")?))))
             .collect();
+        parameters.insert("EnvironmentName".to_owned(), "dev".to_owned());
         for (name, value) in overrides {
             assert!(
                 template["Parameters"].get(*name).is_some(),
@@ -221,6 +224,90 @@ fn prod_cannot_be_deployed_with_self_sign_up() {
         Value::Bool(true),
         "by default only an operator creates users"
     );
+}
+
+#[test]
+fn prod_cannot_be_deployed_with_the_payment_sandbox() {
+    let refusal = "EnablePaymentSandbox must be false when EnvironmentName is prod.";
+    let prod_sandbox = Stack::new(&[
+        ("EnvironmentName", "prod"),
+        ("EnablePaymentSandbox", "true"),
+    ]);
+    assert_eq!(prod_sandbox.refusals(), [refusal]);
+    assert!(
+        Stack::new(&[("EnvironmentName", "prod")])
+            .refusals()
+            .is_empty()
+    );
+    let dev_sandbox = Stack::new(&[("EnvironmentName", "dev"), ("EnablePaymentSandbox", "true")]);
+    assert!(dev_sandbox.refusals().is_empty());
+}
+
+/// `samconfig.toml`'s `parameter_overrides` of each environment, as NAME=VALUE pairs.
+fn samconfig_parameters() -> BTreeMap<String, BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(crate::support::root().join("samconfig.toml")).unwrap();
+    let mut section = String::new();
+    let mut environments = BTreeMap::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = header.to_owned();
+        } else if let Some(value) = line.strip_prefix("parameter_overrides = ") {
+            let environment = section.split('.').next().unwrap().to_owned();
+            let pairs = value
+                .trim_matches('"')
+                .split_whitespace()
+                .map(|pair| {
+                    let (name, value) = pair.split_once('=').unwrap();
+                    (name.to_owned(), value.to_owned())
+                })
+                .collect();
+            environments.insert(environment, pairs);
+        }
+    }
+    environments
+}
+
+#[test]
+fn a_stack_must_say_what_it_is_and_the_payment_sandbox_is_off_unless_asked_for() {
+    let template = yaml("template.yaml");
+    let parameters = &template["Parameters"];
+    assert!(
+        parameters["EnvironmentName"].get("Default").is_none(),
+        "EnvironmentName has no default: a new stack is never dev by omission"
+    );
+    assert_eq!(
+        scalar(&parameters["EnablePaymentSandbox"]["Default"]),
+        "false"
+    );
+    assert_eq!(
+        template["Conditions"]["HasPaymentSandbox"],
+        yaml_serde::from_str::<Value>(r#"!Equals [!Ref EnablePaymentSandbox, "true"]"#).unwrap()
+    );
+    // Every environment of samconfig.toml says what it is; dev (and the default, which
+    // deploys dev) asks for the sandbox, prod does not.
+    let environments = samconfig_parameters();
+    let value = |env: &str, name: &str| environments[env].get(name).cloned();
+    for env in ["default", "dev"] {
+        assert_eq!(
+            value(env, "EnvironmentName").as_deref(),
+            Some("dev"),
+            "{env}"
+        );
+        assert_eq!(
+            value(env, "EnablePaymentSandbox").as_deref(),
+            Some("true"),
+            "{env}"
+        );
+    }
+    assert_eq!(value("prod", "EnvironmentName").as_deref(), Some("prod"));
+    assert_eq!(value("prod", "EnablePaymentSandbox"), None);
+    for (env, parameters) in &environments {
+        let pairs: Vec<(&str, &str)> = parameters
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert!(Stack::new(&pairs).refusals().is_empty(), "{env}");
+    }
 }
 
 #[test]

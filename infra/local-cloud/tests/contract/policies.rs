@@ -25,6 +25,9 @@ const SOCIAL: &str = "SocialTable.Arn";
 const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
 const COMMERCE: &str = "CommerceTable.Arn";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
+/// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
+/// where the function exists without it).
+const SANDBOX_SECRET: &str = "Ref PaymentSandboxSecret";
 /// The keys of the sale pages in the shop's bucket, and no other.
 const SALE_PAGES: &str = "${ShopBucket.Arn}/shop/sales/*";
 const CACHE: &str = "arn:${AWS::Partition}:elasticache:${AWS::Region}:${AWS::AccountId}:replicationgroup:${RedisCache}";
@@ -209,12 +212,14 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "PayOrderFunction",
         &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
     ),
-    // the signing secret at cold start (GetSecretValue); order (GetItem), settle_online
-    // (conditional UpdateItem), record_refund (conditional PutItem).
+    // the signing secrets at cold start (GetSecretValue: the provider's, and the sandbox's
+    // on a stack with it); order (GetItem), settle_online (conditional UpdateItem),
+    // record_refund (conditional PutItem).
     (
         "PaymentCallbackFunction",
         &[
             (PAYMENT_SECRET, &["secretsmanager:GetSecretValue"]),
+            (SANDBOX_SECRET, &["secretsmanager:GetSecretValue"]),
             (
                 COMMERCE,
                 &[
@@ -225,10 +230,14 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             ),
         ],
     ),
-    // the signing secret at cold start (GetSecretValue): it signs, and stores nothing.
+    // its own signing secret on first use (GetSecretValue); the caller's order (GetItem), to
+    // sign only for it. It writes nothing.
     (
         "PaymentSandboxFunction",
-        &[(PAYMENT_SECRET, &["secretsmanager:GetSecretValue"])],
+        &[
+            (SANDBOX_SECRET, &["secretsmanager:GetSecretValue"]),
+            (COMMERCE, &["dynamodb:GetItem"]),
+        ],
     ),
     // published_sales (Scan), order and stock_remaining (GetItem).
     (
@@ -328,6 +337,36 @@ fn resource_text(value: &Value) -> String {
     }
 }
 
+/// A statement as the stack may have it: `!If [Condition, statement, !Ref AWS::NoValue]` is
+/// the statement (granted where the condition holds); a bare `!Ref AWS::NoValue` nothing.
+fn unless_no_value(statement: &Value) -> Option<&Value> {
+    fn intrinsic(value: &Value) -> Option<(String, &Value)> {
+        match value {
+            Value::Tagged(tagged) => Some((
+                tagged.tag.to_string().trim_start_matches('!').to_owned(),
+                &tagged.value,
+            )),
+            _ => None,
+        }
+    }
+    let no_value = |value: &Value| {
+        intrinsic(value)
+            .is_some_and(|(tag, inner)| tag == "Ref" && inner.as_str() == Some("AWS::NoValue"))
+    };
+    let Some((tag, inner)) = intrinsic(statement) else {
+        return Some(statement);
+    };
+    if no_value(statement) {
+        return None;
+    }
+    match (tag.as_str(), inner) {
+        ("If", Value::Sequence(parts)) if parts.len() == 3 && no_value(&parts[2]) => {
+            Some(&parts[1])
+        }
+        _ => panic!("unexpected statement {statement:?}"),
+    }
+}
+
 fn strings(value: &Value) -> Vec<&Value> {
     match value {
         Value::Sequence(items) => items.iter().collect(),
@@ -372,6 +411,9 @@ fn granted() -> BTreeMap<String, Grants> {
                 )
             });
             for statement in strings(statements) {
+                let Some(statement) = unless_no_value(statement) else {
+                    continue;
+                };
                 assert_eq!(statement["Effect"], "Allow", "{name}: {statement:?}");
                 for key in ["NotAction", "NotResource", "Condition"] {
                     assert!(

@@ -291,3 +291,68 @@ fn the_redis_routes_reserve_concurrency_unless_set_to_zero() {
         [None, None]
     );
 }
+
+#[test]
+fn the_payment_sandbox_exists_only_where_enabled_signs_with_its_own_secret_and_needs_a_token() {
+    // The local stack: dev with the sandbox (local_cloud::template::LOCAL_STACK).
+    let local = project(&[]).expect("the local stack loads without overrides");
+    assert_eq!(
+        function(&local, "PutProfileFunction").environment["APP_ENV"],
+        "dev"
+    );
+    let secrets: Vec<&str> = local
+        .secrets
+        .iter()
+        .map(|s| s.logical_id.as_str())
+        .collect();
+    assert!(secrets.contains(&"PaymentSandboxSecret"), "{secrets:?}");
+    let sandbox_secret = local
+        .secrets
+        .iter()
+        .find(|s| s.logical_id == "PaymentSandboxSecret")
+        .unwrap()
+        .name
+        .clone();
+    let sandbox = function(&local, "PaymentSandboxFunction");
+    assert_eq!(sandbox.environment["SANDBOX_SECRET_ARN"], sandbox_secret);
+    assert!(
+        !sandbox.environment.contains_key("PAYMENT_SECRET_ARN"),
+        "the sandbox never holds the provider's secret"
+    );
+    let callback = function(&local, "PaymentCallbackFunction");
+    assert_eq!(callback.environment["SANDBOX_SECRET_ARN"], sandbox_secret);
+    assert_ne!(callback.environment["PAYMENT_SECRET_ARN"], sandbox_secret);
+    assert_eq!(
+        function(&local, "PayOrderFunction").environment["PAYMENT_PROVIDER"],
+        "sandbox"
+    );
+    let routes: Vec<(&str, bool)> = sandbox
+        .events
+        .iter()
+        .filter_map(EventSpec::as_http)
+        .map(|r| (r.method.as_str(), r.authorizer.is_some()))
+        .collect();
+    assert_eq!(
+        routes,
+        [("GET", false), ("POST", true)],
+        "the page is public, the notice needs the buyer's token"
+    );
+
+    // Without it (the template's default): no sandbox, no secret of its own, and the
+    // callback takes the provider's signature only.
+    let off = project(&[("EnablePaymentSandbox", "false")]).unwrap();
+    assert!(off.function("PaymentSandboxFunction").is_none());
+    assert!(
+        off.secrets
+            .iter()
+            .all(|s| s.logical_id != "PaymentSandboxSecret")
+    );
+    let callback = function(&off, "PaymentCallbackFunction");
+    assert!(!callback.environment.contains_key("SANDBOX_SECRET_ARN"));
+    assert!(callback.environment.contains_key("PAYMENT_SECRET_ARN"));
+    assert!(
+        !function(&off, "PayOrderFunction")
+            .environment
+            .contains_key("PAYMENT_PROVIDER")
+    );
+}

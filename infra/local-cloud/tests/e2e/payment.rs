@@ -1,12 +1,14 @@
 //! Paying online, end to end: the pay route opens a payment, the sandbox signs the provider's
-//! notice, and only the signed callback makes the order PAID; bad signatures, stale ones and
-//! replays change nothing; a payment that arrives after the window ended is recorded for
-//! refund.
+//! notice (for the buyer's own order and its payment only, with its own secret), and only the
+//! signed callback makes the order PAID; bad signatures, stale ones and replays change
+//! nothing; a payment that arrives after the window ended is recorded for refund, once per
+//! payment and order; a notice's ids and currency are parsed and compared.
 
 use crate::seckill::{WAIT, detail, dynamodb_stock, open_sale, order_status};
 use crate::support::{Api, eventually, start_with, status_and_code};
 use app::seckill::payment::{SIGNATURE_HEADER, WebhookSecret};
 use local_cloud::cloud::LocalCloud;
+use local_cloud::secrets::local_value;
 use serde_json::{Value, json};
 
 /// Places an order of `quantity` units as `buyer` and waits until it is CONFIRMED.
@@ -24,13 +26,17 @@ async fn confirmed_order(cloud: &LocalCloud, sale: &str, buyer: &str, quantity: 
     order
 }
 
-/// What the sandbox's Pay (or Fail) button makes: the notice's body and its signature.
-async fn sandbox_notice(cloud: &LocalCloud, opened: &Value, outcome: &str) -> (String, String) {
-    let anyone = Api::new(cloud, None);
+/// What the sandbox's Pay (or Fail) button makes for `buyer`: the notice's body and its
+/// signature.
+async fn sandbox_notice(
+    cloud: &LocalCloud,
+    buyer: &str,
+    opened: &Value,
+    outcome: &str,
+) -> (String, String) {
     let payment = opened["payment"]["paymentId"].as_str().unwrap();
-    let body = json!({"outcome": outcome, "orderId": opened["orderId"],
-                      "amountCents": opened["totalCents"]});
-    let (status, signed) = anyone
+    let body = json!({"outcome": outcome, "orderId": opened["orderId"]});
+    let (status, signed) = Api::new(cloud, Some(buyer))
         .call("POST", &format!("/sandbox/payments/{payment}"), Some(body))
         .await;
     assert_eq!(status, 200, "{signed}");
@@ -81,7 +87,7 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
     assert!(page.as_str().unwrap().contains("39.98"), "{page}");
 
     // Unsigned, tampered, stale: refused, and the order is still unpaid.
-    let (body, signature) = sandbox_notice(&cloud, &opened, "PAY").await;
+    let (body, signature) = sandbox_notice(&cloud, "ada-pay", &opened, "PAY").await;
     let unsigned = callback(&cloud, &body, None).await;
     assert_eq!(
         status_and_code(&unsigned),
@@ -95,8 +101,7 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
         (401, Some("BAD_SIGNATURE")),
         "{forged:?}"
     );
-    let secret =
-        WebhookSecret::new(local_cloud::secrets::local_value("PaymentWebhookSecret")).unwrap();
+    let secret = WebhookSecret::new(local_value("PaymentWebhookSecret")).unwrap();
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let old = secret.sign(now - 3_600, body.as_bytes());
     let stale = callback(&cloud, &body, Some(&old)).await;
@@ -140,11 +145,12 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
         )
         .await;
     assert_eq!(status, 200, "{opened}");
+    // He pays at the provider in time, but its notice arrives only after his window ended.
+    let (body, signature) = sandbox_notice(&cloud, "bob-pay", &opened, "PAY").await;
     eventually(WAIT, "bob's unpaid order is cancelled", || async {
         (order_status(&cloud, "bob-pay", &late).await.as_deref() == Some("CANCELLED")).then_some(())
     })
     .await;
-    let (body, signature) = sandbox_notice(&cloud, &opened, "PAY").await;
     let (status, answer) = callback(&cloud, &body, Some(&signature)).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
@@ -156,9 +162,14 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
         Some("CANCELLED")
     );
     let payment = opened["payment"]["paymentId"].as_str().unwrap();
-    let refund = crate::support::commerce_item(&cloud, format!("REFUND#{payment}"), "REFUND")
-        .await
-        .expect("the refund is recorded");
+    let refund = crate::support::commerce_item(
+        &cloud,
+        format!("REFUND#{payment}"),
+        &format!("ORDER#{late}"),
+    )
+    .await
+    .expect("the refund is recorded");
+    assert_eq!(refund["currency"].as_s().unwrap(), "EUR");
     assert_eq!(refund["reason"].as_s().unwrap(), "ORDER_CANCELLED");
     assert_eq!(refund["amountCents"].as_n().unwrap(), "5997");
     // ada's 2 are sold; bob's 3 are back in both stores.
@@ -176,7 +187,7 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
             Some(json!({"method": "ONLINE"})),
         )
         .await;
-    let (body, signature) = sandbox_notice(&cloud, &opened, "FAIL").await;
+    let (body, signature) = sandbox_notice(&cloud, "cid-pay", &opened, "FAIL").await;
     let (status, answer) = callback(&cloud, &body, Some(&signature)).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
@@ -186,6 +197,223 @@ async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_
     assert_eq!(
         order_status(&cloud, "cid-pay", &third).await.as_deref(),
         Some("CONFIRMED")
+    );
+    cloud.stop().await;
+}
+
+/// Opens ada's online payment of a fresh order: the pay route's answer.
+async fn opened_payment(cloud: &LocalCloud, sale: &str, buyer: &str) -> Value {
+    let order = confirmed_order(cloud, sale, buyer, 1).await;
+    let (status, opened) = Api::new(cloud, Some(buyer))
+        .call(
+            "POST",
+            &format!("/orders/{order}/pay"),
+            Some(json!({"method": "ONLINE"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{opened}");
+    opened
+}
+
+#[tokio::test]
+async fn the_sandbox_signs_only_the_buyers_own_payment_and_the_journey_still_pays() {
+    let cloud = start_with(&[], &[]).await;
+    let sale = open_sale(&cloud, 5, 3).await;
+    let opened = opened_payment(&cloud, &sale, "ada-sbx").await;
+    let order = opened["orderId"].as_str().unwrap().to_owned();
+    let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
+    let other = opened_payment(&cloud, &sale, "bob-sbx").await;
+    let bobs_payment = other["payment"]["paymentId"].as_str().unwrap();
+    let pay = json!({"outcome": "PAY", "orderId": order});
+    let post = |buyer: Option<&'static str>, payment: String, body: Value| {
+        let api = Api::new(&cloud, buyer);
+        async move {
+            api.call("POST", &format!("/sandbox/payments/{payment}"), Some(body))
+                .await
+        }
+    };
+
+    // No token: the gateway's 401. Another buyer's token: the order is not theirs. A payment
+    // id that is not the order's (bob's own, or one never opened): refused. A body naming an
+    // amount: refused too (the amount is the order's). Nothing is signed.
+    let refused = [
+        (post(None, payment.clone(), pay.clone()).await, 401, None),
+        (
+            post(Some("bob-sbx"), payment.clone(), pay.clone()).await,
+            404,
+            Some("NOT_FOUND"),
+        ),
+        (
+            post(Some("ada-sbx"), bobs_payment.to_owned(), pay.clone()).await,
+            409,
+            Some("NOT_THE_ORDERS_PAYMENT"),
+        ),
+        (
+            post(Some("ada-sbx"), "pay_never_opened".into(), pay.clone()).await,
+            409,
+            Some("NOT_THE_ORDERS_PAYMENT"),
+        ),
+        (
+            post(
+                Some("ada-sbx"),
+                payment.clone(),
+                json!({"outcome": "PAY", "orderId": order, "amountCents": 1}),
+            )
+            .await,
+            400,
+            Some("BAD_REQUEST"),
+        ),
+    ];
+    for ((status, answer), expected, code) in refused {
+        assert_eq!(status, expected, "{answer}");
+        if let Some(code) = code {
+            assert_eq!(answer["error"]["code"], code, "{answer}");
+        }
+        assert!(answer.get("signature").is_none(), "{answer}");
+    }
+    assert_eq!(
+        order_status(&cloud, "ada-sbx", &order).await.as_deref(),
+        Some("CONFIRMED")
+    );
+
+    // The sandbox signs with its own secret, never the provider's.
+    let (body, signature) = sandbox_notice(&cloud, "ada-sbx", &opened, "PAY").await;
+    let sandbox = WebhookSecret::new(local_value("PaymentSandboxSecret")).unwrap();
+    let provider = WebhookSecret::new(local_value("PaymentWebhookSecret")).unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    assert_eq!(
+        sandbox.verify(Some(&signature), body.as_bytes(), now),
+        Ok(())
+    );
+    assert!(
+        provider
+            .verify(Some(&signature), body.as_bytes(), now)
+            .is_err()
+    );
+    let notice: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&notice["amountCents"], &notice["currency"]),
+        (&json!(1999), &json!("EUR")),
+        "{notice}"
+    );
+
+    // The journey: the notice pays the order.
+    let (status, answer) = callback(&cloud, &body, Some(&signature)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("PAID")),
+        "{answer}"
+    );
+    assert_eq!(
+        order_status(&cloud, "ada-sbx", &order).await.as_deref(),
+        Some("PAID")
+    );
+    // Paid, it awaits no payment: the sandbox signs nothing more for it.
+    let (status, answer) = post(Some("ada-sbx"), payment.clone(), pay).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (409, Some("ORDER_NOT_PAYABLE")),
+        "{answer}"
+    );
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn a_notice_is_parsed_its_currency_compared_and_its_refund_kept_per_order() {
+    let cloud = start_with(&[], &[]).await;
+    let sale = open_sale(&cloud, 5, 3).await;
+    let opened = opened_payment(&cloud, &sale, "ada-ntc").await;
+    let order = opened["orderId"].as_str().unwrap().to_owned();
+    let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
+    let other = opened_payment(&cloud, &sale, "bob-ntc").await;
+    let bobs_order = other["orderId"].as_str().unwrap().to_owned();
+    // Signed as the provider would sign them: the signature is good, the content is what is
+    // tested.
+    let provider = WebhookSecret::new(local_value("PaymentWebhookSecret")).unwrap();
+    let send = |notice: Value| {
+        let body = notice.to_string();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let signature = provider.sign(now, body.as_bytes());
+        let cloud = &cloud;
+        async move { callback(cloud, &body, Some(&signature)).await }
+    };
+    let notice = |payment: &str, order: &str, currency: &str| {
+        json!({"eventId": "ev", "paymentId": payment, "orderId": order,
+               "amountCents": 1999, "currency": currency, "status": "SUCCEEDED"})
+    };
+
+    // Ids that cannot be keys, and a currency that is not one: 400, nothing written.
+    for bad in [
+        notice("pay#1", &order, "EUR"),
+        notice(&"p".repeat(200), &order, "EUR"),
+        notice(&payment, "REFUND#x", "EUR"),
+        notice(&payment, &order, "euro"),
+    ] {
+        let (status, answer) = send(bad.clone()).await;
+        assert_eq!(status, 400, "{bad} -> {answer}");
+    }
+    let mut without = notice(&payment, &order, "EUR");
+    without.as_object_mut().unwrap().remove("currency");
+    assert_eq!(send(without).await.0, 400);
+
+    // Another currency: refunded, the order still waits.
+    let (status, answer) = send(notice(&payment, &order, "USD")).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("REFUND_DUE")),
+        "{answer}"
+    );
+    let refund = crate::support::commerce_item(
+        &cloud,
+        format!("REFUND#{payment}"),
+        &format!("ORDER#{order}"),
+    )
+    .await
+    .expect("the refund is recorded");
+    assert_eq!(refund["reason"].as_s().unwrap(), "CURRENCY_MISMATCH");
+    assert_eq!(
+        order_status(&cloud, "ada-ntc", &order).await.as_deref(),
+        Some("CONFIRMED")
+    );
+
+    // ada's payment named with bob's order: its own refund, bob's order untouched; it
+    // neither blocks nor overwrites the refund of ada's order.
+    let (status, answer) = send(notice(&payment, &bobs_order, "EUR")).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("REFUND_DUE")),
+        "{answer}"
+    );
+    let misnamed = crate::support::commerce_item(
+        &cloud,
+        format!("REFUND#{payment}"),
+        &format!("ORDER#{bobs_order}"),
+    )
+    .await
+    .expect("a refund of its own");
+    assert_eq!(misnamed["reason"].as_s().unwrap(), "UNKNOWN_PAYMENT");
+    assert_eq!(misnamed["userId"].as_s().unwrap(), "bob-ntc");
+    let kept = crate::support::commerce_item(
+        &cloud,
+        format!("REFUND#{payment}"),
+        &format!("ORDER#{order}"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kept["reason"].as_s().unwrap(), "CURRENCY_MISMATCH");
+    assert_eq!(kept["userId"].as_s().unwrap(), "ada-ntc");
+    assert_eq!(
+        order_status(&cloud, "bob-ntc", &bobs_order)
+            .await
+            .as_deref(),
+        Some("CONFIRMED")
+    );
+    // And the genuine notice still pays ada's order.
+    let (status, answer) = send(notice(&payment, &order, "EUR")).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("PAID")),
+        "{answer}"
     );
     cloud.stop().await;
 }
