@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 use crate::cloud;
 use crate::config::{ConfigError, Env};
 use crate::seckill::order_store::DynamoOrderStore;
-use crate::seckill::page_queue::QueuedSalePages;
+use crate::seckill::page_queue::QueuedPageRequests;
 use crate::seckill::page_store::S3SalePages;
 use crate::seckill::payment::{CallbackSecrets, PaymentProvider, WebhookSecret};
 use crate::seckill::redis_store::RedisSales;
@@ -107,10 +107,10 @@ impl Boot {
         self.table(DynamoSaleStore::from_env).await
     }
 
-    /// The page writer's queue (`SALE_PAGE_QUEUE_URL`), where publish-sale sends its pages.
-    pub async fn sale_page_queue(&self) -> QueuedSalePages {
+    /// The page writer's queue (`SALE_PAGE_QUEUE_URL`), where publish-sale asks for pages.
+    pub async fn sale_page_queue(&self) -> QueuedPageRequests {
         let client = self.sqs().await.clone();
-        self.must(QueuedSalePages::from_env(&self.env, client))
+        self.must(QueuedPageRequests::from_env(&self.env, client))
     }
 
     /// The bucket of the shop's pages (`SHOP_BUCKET`).

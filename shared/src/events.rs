@@ -7,7 +7,7 @@
 //!
 //! - Social: `UserFollowed`, `UserUnfollowed` ([`SocialEvent`]), written to the outbox by a
 //!   follow or an unfollow and relayed to the consumers' queues.
-//! - Flash sale: `SalePageRendered` (publish-sale to the page writer), `OrderPlaced` (the
+//! - Flash sale: `SalePageRequested` (publish-sale to the page writer), `OrderPlaced` (the
 //!   order route to the order consumer) and `PaymentDue` (the
 //!   order consumer to the payment timeout, delayed by the payment window).
 //!
@@ -52,16 +52,22 @@ pub enum SocialEvent {
     UserUnfollowed(Envelope<FollowPayload>),
 }
 
+pub const SALE_PAGE_REQUESTED: &str = "SalePageRequested";
+
+/// Retired: `SalePageRendered` v1 carried the page's HTML, which the page writer stored as it
+/// came, so whoever could send to the queue published markup on the shop's origin. The writer
+/// refuses it (to the dead-letter queue, where its alarm shows it): it renders every page
+/// itself, and publishing the sale again repairs a page whose v1 message was refused.
 pub const SALE_PAGE_RENDERED: &str = "SalePageRendered";
 
-/// `SalePageRendered` v1, sent by publish-sale: the sale's static page, for the page writer to
-/// store where the pages are served from. A sale never changes once created, so every render
-/// of it is the same page, and the order in which they are stored does not matter.
+/// `SalePageRequested` v1, sent by publish-sale: which sale's static page to write. Only the
+/// id: the page writer reads the sale from the commerce table and renders the page itself,
+/// and only for a published sale. A sale never changes once published, so every render of it
+/// is the same page, and the order in which they are stored does not matter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SalePageRendered {
+pub struct SalePageRequested {
     pub sale_id: String,
-    pub html: String,
 }
 
 pub const ORDER_PLACED: &str = "OrderPlaced";

@@ -14,12 +14,11 @@
 use crate::dynamo::Item;
 use crate::events::{
     Envelope, FollowPayload, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue,
-    SALE_PAGE_RENDERED, SalePageRendered, USER_FOLLOWED, USER_UNFOLLOWED,
+    SALE_PAGE_REQUESTED, SalePageRequested, USER_FOLLOWED, USER_UNFOLLOWED,
 };
 use crate::seckill::checkout::Address;
 use crate::seckill::orders::PaymentMethod;
 use crate::seckill::sale::{Lifecycle, Sale};
-use crate::seckill::sale_page;
 use crate::social::follow::OUTBOX_TTL_SECONDS;
 use anyhow::Context;
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
@@ -418,13 +417,12 @@ pub fn samples() -> anyhow::Result<Vec<Sample>> {
     let sale = sale()?;
     let published_at = datetime!(2026-12-01 19:00:00 UTC);
     let page = Envelope {
-        kind: SALE_PAGE_RENDERED.to_owned(),
+        kind: SALE_PAGE_REQUESTED.to_owned(),
         version: 1,
         id: v7(published_at, 0x9a).to_string(),
         occurred_at: crate::clock::format(published_at),
-        payload: SalePageRendered {
+        payload: SalePageRequested {
             sale_id: sale.id.to_string(),
-            html: sale_page::render(&sale),
         },
     };
     let placed_at = datetime!(2026-12-01 20:00:01.250 UTC);
@@ -507,7 +505,7 @@ pub fn samples() -> anyhow::Result<Vec<Sample>> {
         Sample::new(
             "sale-page-writer",
             None,
-            "an SQS batch from the sale-page queue: SalePageRendered, the page publish-sale renders",
+            "an SQS batch from the sale-page queue: SalePageRequested, the sale publish-sale asks a page for",
             sqs_event(
                 &queue_arn(&format!("{STACK}-sale-page")),
                 published_at,
@@ -861,7 +859,7 @@ mod tests {
             "payment-timeout-consumer" => orders::parse_payment_due(body)
                 .map(drop)
                 .map_err(|err| err.to_string()),
-            "sale-page-writer" => sale_page::parse_rendered(body)
+            "sale-page-writer" => sale_page::parse_requested(body)
                 .map(drop)
                 .map_err(|err| err.to_string()),
             "notification-consumer" | "follower-count-consumer" => social(body),

@@ -10,7 +10,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     // Redis's connect waits on the network while the SDK is set up.
     let (cache, store) = tokio::join!(boot.redis_sales(), boot.sale_store());
-    // Queued for the page writer, which stores it in S3.
+    // Asked of the page writer, which renders it from the table and stores it in S3.
     let pages = boot.sale_page_queue().await;
     let route = PublishRoute {
         store: &store,

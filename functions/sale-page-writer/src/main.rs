@@ -1,5 +1,6 @@
-//! SQS on the sale-page queue: stores each page publish-sale rendered in the shop's bucket,
-//! where the distribution serves `/shop/sales/{id}` from.
+//! SQS on the sale-page queue: for each sale publish-sale asks a page for, reads the published
+//! sale from the commerce table, renders its page and stores it in the shop's bucket, where
+//! the distribution serves `/shop/sales/{id}` from.
 
 use app::boot::Boot;
 use app::consumer;
@@ -8,6 +9,6 @@ use app::seckill::sale_page;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
-    let pages = boot.sale_pages().await;
-    consumer::run(|messages| sale_page::write_batch(&pages, messages)).await
+    let (sales, pages) = tokio::join!(boot.sale_store(), boot.sale_pages());
+    consumer::run(|messages| sale_page::write_batch(&sales, &pages, messages)).await
 }

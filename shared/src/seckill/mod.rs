@@ -25,13 +25,15 @@
 //! - [`failover`] (domain, port): after the cache failed over, every live sale put back in
 //!   order; the `CacheControl` port.
 //! - [`sale_page`] (domain, port): the static detail page of a published sale, rendered
-//!   with every value escaped; the `SalePages` port.
+//!   in one pass with every value escaped, and the page writer that renders it from the
+//!   table; the `SalePages` and `PageRequests` ports.
 //! - [`keys`] (adapter): the Redis and DynamoDB key design.
 //! - [`redis_store`] (adapter): Redis adapter of `SaleCache` and `Admission` (the Lua
 //!   scripts).
 //! - [`reservations`] (adapter): Redis adapter of `Reservations` and `PendingOrders`.
 //! - [`sale_store`] (adapter): DynamoDB adapter of `SaleStore`.
 //! - [`page_store`] (adapter): S3 adapter of `SalePages`.
+//! - [`page_queue`] (adapter): SQS adapter of `PageRequests` (`SalePageRequested`).
 //! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore`.
 //! - [`payment_due_sink`] (adapter): SQS adapter of `PaymentDueSink`.
 //! - [`order_publisher`] (adapter): SQS adapter of `OrderPublisher`.

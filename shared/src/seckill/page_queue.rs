@@ -1,21 +1,22 @@
-//! SQS adapter of [`SalePages`] for publish-sale: a page is queued as `SalePageRendered` for
-//! the page writer (`sale-page-writer`, [`super::sale_page::write_batch`]), which stores it in
-//! S3. publish-sale thus links the SQS client, not the S3 one.
+//! SQS adapter of [`PageRequests`] for publish-sale: a page is asked for as
+//! `SalePageRequested` (the sale's id, nothing else) on the page queue, for the page writer
+//! (`sale-page-writer`, [`super::sale_page::write_batch`]), which renders it from the commerce
+//! table and stores it in S3. publish-sale thus links the SQS client, not the S3 one.
 
-use super::sale_page::{PageError, SalePages};
+use super::sale_page::{PageError, PageRequests};
 use crate::config::{ConfigError, Env};
-use crate::events::{Envelope, SALE_PAGE_RENDERED, SalePageRendered};
+use crate::events::{Envelope, SALE_PAGE_REQUESTED, SalePageRequested};
 use crate::ids::SaleId;
 use crate::queue::Queue;
 use async_trait::async_trait;
 
 /// The page writer's queue.
 #[derive(Clone, Debug)]
-pub struct QueuedSalePages {
+pub struct QueuedPageRequests {
     queue: Queue,
 }
 
-impl QueuedSalePages {
+impl QueuedPageRequests {
     pub fn new(queue: Queue) -> Self {
         Self { queue }
     }
@@ -26,26 +27,29 @@ impl QueuedSalePages {
     }
 }
 
+/// The `SalePageRequested` v1 envelope of sale `id`.
+pub fn page_requested(id: &SaleId) -> Envelope<SalePageRequested> {
+    Envelope {
+        kind: SALE_PAGE_REQUESTED.to_owned(),
+        version: 1,
+        id: uuid::Uuid::now_v7().to_string(),
+        occurred_at: crate::clock::now_rfc3339(),
+        payload: SalePageRequested {
+            sale_id: id.to_string(),
+        },
+    }
+}
+
 #[async_trait]
-impl SalePages for QueuedSalePages {
-    #[tracing::instrument(level = "debug", skip(self, html))]
-    async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError> {
-        let envelope = Envelope {
-            kind: SALE_PAGE_RENDERED.to_owned(),
-            version: 1,
-            id: uuid::Uuid::now_v7().to_string(),
-            occurred_at: crate::clock::now_rfc3339(),
-            payload: SalePageRendered {
-                sale_id: id.to_string(),
-                html,
-            },
-        };
+impl PageRequests for QueuedPageRequests {
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn request(&self, id: &SaleId) -> Result<(), PageError> {
         self.queue
-            .send(&envelope, None)
+            .send(&page_requested(id), None)
             .await
             .map(|_| ())
             .map_err(|err| {
-                PageError(anyhow::Error::new(err).context("failed to queue a sale page"))
+                PageError(anyhow::Error::new(err).context("failed to ask for a sale page"))
             })
     }
 }

@@ -6,7 +6,7 @@
 
 // The sale's id is defined with every other id; re-exported here, where the load generator
 // (loadtest/storm) imports it from.
-use super::sale_page::{self, PageError, SalePages};
+use super::sale_page::{PageError, PageRequests};
 pub use crate::ids::SaleId;
 use crate::ids::is_key_safe;
 use crate::text::{self, TextError};
@@ -274,19 +274,19 @@ pub enum PublishError {
     NotFound(SaleId),
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// Published and preheated, but its detail page was not written.
+    /// Published and preheated, but its detail page was not asked for.
     #[error(transparent)]
     Page(#[from] PageError),
 }
 
-/// Publishes a sale, preheats the cache, then writes its detail page; publishing again
-/// preheats again and rewrites the page, which is how an operator repairs a cache that lost
+/// Publishes a sale, preheats the cache, then asks for its detail page (the page writer
+/// renders it from the table); publishing again preheats again and rewrites the page, which is how an operator repairs a cache that lost
 /// the details or a page that was not written (the live stock is never reset).
 #[tracing::instrument(level = "debug", skip(store, cache, pages))]
 pub async fn publish(
     store: &dyn SaleStore,
     cache: &dyn SaleCache,
-    pages: &dyn SalePages,
+    pages: &dyn PageRequests,
     id: &SaleId,
     now: &str,
 ) -> Result<Sale, PublishError> {
@@ -295,7 +295,7 @@ pub async fn publish(
         .await?
         .ok_or_else(|| PublishError::NotFound(id.clone()))?;
     cache.preheat(&sale).await?;
-    pages.put(&sale.id, sale_page::render(&sale)).await?;
+    pages.request(&sale.id).await?;
     Ok(sale)
 }
 
@@ -367,7 +367,7 @@ pub(crate) mod fake {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seckill::sale_page::fake::MemoryPages;
+    use crate::seckill::sale_page::fake::MemoryPageRequests;
     use crate::text::Rule;
     use std::sync::atomic::Ordering;
     use time::macros::datetime;
@@ -551,12 +551,15 @@ mod tests {
             "t".into(),
         );
         sales.create(&sale).await.unwrap();
-        let pages = MemoryPages::default();
+        let pages = MemoryPageRequests::default();
         let published = publish(&sales, &sales, &pages, &sale.id, "t")
             .await
             .unwrap();
         assert_eq!(published.state, Lifecycle::Published);
-        assert!(pages.pages.lock().unwrap()[&sale.id].contains("<h1>Phone"));
+        assert_eq!(
+            pages.requested.lock().unwrap().as_slice(),
+            std::slice::from_ref(&sale.id)
+        );
         sales
             .cached
             .lock()
@@ -584,7 +587,7 @@ mod tests {
             "t".into(),
         );
         sales.create(&sale).await.unwrap();
-        let pages = MemoryPages::default();
+        let pages = MemoryPageRequests::default();
         pages.fail.store(true, Ordering::SeqCst);
         assert!(matches!(
             publish(&sales, &sales, &pages, &sale.id, "t").await,
@@ -594,6 +597,9 @@ mod tests {
         publish(&sales, &sales, &pages, &sale.id, "t")
             .await
             .unwrap();
-        assert!(pages.pages.lock().unwrap().contains_key(&sale.id));
+        assert_eq!(
+            pages.requested.lock().unwrap().as_slice(),
+            std::slice::from_ref(&sale.id)
+        );
     }
 }

@@ -3,12 +3,18 @@
 //! from. The page carries what never changes; its script (`shop/sale.js`) polls the live
 //! stock and state from `GET /seckill/activities/{id}`.
 //!
-//! The HTML is `shop/templates/sale.html` with `{{name}}` placeholders, each replaced by an
-//! escaped value, so a title can never become markup.
+//! The HTML is `shop/templates/sale.html` (compiled in) with `{{name}}` placeholders, all
+//! filled in one pass over the template, each by an escaped value: a title can never become
+//! markup, nor a placeholder.
+//!
+//! Only the page writer renders and stores a page, and only from the sale as the commerce
+//! table holds it: publish-sale asks for it by id ([`PageRequests`], `SalePageRequested` on
+//! the page queue), so a message on that queue can at most ask for the page of a published
+//! sale to be written again, never say what the page is.
 
-use super::sale::Sale;
+use super::sale::{Lifecycle, Sale, SaleStore};
 use crate::consumer::{Message, parse_each};
-use crate::events::{Envelope, EventError, SALE_PAGE_RENDERED, SalePageRendered, parse_v1};
+use crate::events::{Envelope, EventError, SALE_PAGE_REQUESTED, SalePageRequested, parse_v1};
 use crate::ids::SaleId;
 use async_trait::async_trait;
 
@@ -32,11 +38,38 @@ pub fn render(sale: &Sale) -> String {
         ("startsAt", crate::clock::format(sale.starts_at)),
         ("endsAt", crate::clock::format(sale.ends_at)),
     ];
-    let mut html = TEMPLATE.to_owned();
-    for (name, value) in values {
-        html = html.replace(&format!("{{{{{name}}}}}"), &escape(&value));
+    fill(TEMPLATE, &values)
+}
+
+/// `template` with each `{{name}}` of `values` replaced by its escaped value, in one pass: what
+/// a value puts in the output is never read again, so a title holding `{{price}}` stays that
+/// text. A `{{` that opens no known name is copied as it is.
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len() + 512);
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let known = after.find("}}").and_then(|close| {
+            let name = &after[..close];
+            values
+                .iter()
+                .find(|(known, _)| *known == name)
+                .map(|(_, value)| (value, close))
+        });
+        match known {
+            Some((value, close)) => {
+                out.push_str(&escape(value));
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
     }
-    html
+    out.push_str(rest);
+    out
 }
 
 /// `12345` cents as `123.45`.
@@ -61,55 +94,92 @@ pub(crate) fn escape(text: &str) -> String {
     out
 }
 
-/// Why a page could not be stored; the cause is for the log, never for the client.
+/// Why a page could not be asked for or stored; the cause is for the log, never for the
+/// client.
 #[derive(Debug, thiserror::Error)]
 #[error("the sale page store failed")]
 pub struct PageError(#[from] pub anyhow::Error);
 
-/// Where the detail pages are stored and served from (S3 behind the CDN).
+/// Where the detail pages are stored and served from (S3 behind the CDN): the page writer's.
 #[async_trait]
 pub trait SalePages: Send + Sync {
     /// Writes (or overwrites) the page of sale `id`.
     async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError>;
 }
 
-/// A `SalePageRendered` v1 message: the sale and its page.
-pub fn parse_rendered(body: &str) -> Result<(SaleId, String), EventError> {
-    let envelope: Envelope<SalePageRendered> = parse_v1(body, SALE_PAGE_RENDERED)?;
-    let id = SaleId::parse(&envelope.payload.sale_id).map_err(|_| EventError::Unknown {
-        kind: format!("{SALE_PAGE_RENDERED} with a sale id that is not one"),
-        version: envelope.version,
-    })?;
-    Ok((id, envelope.payload.html))
+/// How publish-sale asks for a sale's page to be written (the page queue): by id only.
+#[async_trait]
+pub trait PageRequests: Send + Sync {
+    /// Asks the page writer to render and store the page of sale `id`.
+    async fn request(&self, id: &SaleId) -> Result<(), PageError>;
 }
 
-/// The page writer: stores each page of an SQS batch of `SalePageRendered` (publish-sale
-/// queues them, so that it need not link the S3 client, which alone would take it past
-/// 8 MiB); answers the messages to retry. Storing a page again is harmless (every render of
-/// a sale is the same page), so a redelivery needs no marker.
+/// A `SalePageRequested` v1 message: the sale whose page to write. Anything else, the retired
+/// `SalePageRendered` with its HTML included, is refused.
+pub fn parse_requested(body: &str) -> Result<SaleId, EventError> {
+    let envelope: Envelope<SalePageRequested> = parse_v1(body, SALE_PAGE_REQUESTED)?;
+    SaleId::parse(&envelope.payload.sale_id).map_err(|_| EventError::Unknown {
+        kind: format!("{SALE_PAGE_REQUESTED} with a sale id that is not one"),
+        version: envelope.version,
+    })
+}
+
+/// The page writer: for each `SalePageRequested` of an SQS batch, reads the sale from the
+/// commerce table (a consistent read: publish-sale asks after its write) and stores the page
+/// rendered from it; answers the messages to retry. publish-sale does not store the page
+/// itself, as the S3 client would take it past 8 MiB.
+///
+/// A sale that is unknown or still a draft gets no page: its message is failed, so it
+/// reaches the dead-letter queue (publish-sale asks only after publishing, so such a message
+/// was not sent by it). Storing a page again is harmless (every render of a sale is the same
+/// page), so a redelivery needs no marker.
 #[tracing::instrument(skip_all, fields(messages = messages.len()))]
-pub async fn write_batch(pages: &dyn SalePages, messages: Vec<Message>) -> Vec<String> {
-    let parsed = parse_each(messages, parse_rendered);
+pub async fn write_batch(
+    sales: &dyn SaleStore,
+    pages: &dyn SalePages,
+    messages: Vec<Message>,
+) -> Vec<String> {
+    let parsed = parse_each(messages, parse_requested);
     let mut failed = parsed.refused;
     let writes = crate::consumer::join_all(
         parsed
             .events
             .iter()
-            .map(|(_, (id, html))| pages.put(id, html.clone())),
+            .map(|(_, id)| write_page(sales, pages, id)),
     )
     .await;
-    for ((message, (id, _)), written) in parsed.events.into_iter().zip(writes) {
+    for ((message, id), written) in parsed.events.into_iter().zip(writes) {
         if let Err(err) = written {
-            tracing::error!(sale = %id, error = ?anyhow::Error::from(err), "failed to store a sale page");
+            tracing::error!(sale = %id, error = ?err, "failed to write a sale page");
             failed.push(message);
         }
     }
     failed
 }
 
+/// Renders the page of the published sale `id` from the table and stores it.
+async fn write_page(
+    sales: &dyn SaleStore,
+    pages: &dyn SalePages,
+    id: &SaleId,
+) -> anyhow::Result<()> {
+    let sale = sales
+        .get(id)
+        .await
+        .map_err(|err| anyhow::Error::new(err).context("failed to read the sale"))?;
+    match sale {
+        Some(sale) if sale.state == Lifecycle::Published => {
+            pages.put(id, render(&sale)).await?;
+            Ok(())
+        }
+        Some(_) => anyhow::bail!("the sale is not published: it gets no page"),
+        None => anyhow::bail!("no such sale: it gets no page"),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod fake {
-    //! An in-memory page store, which can be told to fail.
+    //! An in-memory page store and page queue, which can be told to fail.
 
     use super::*;
     use std::collections::HashMap;
@@ -129,6 +199,24 @@ pub(crate) mod fake {
                 return Err(PageError(anyhow::anyhow!("bucket unreachable")));
             }
             self.pages.lock().unwrap().insert(id.clone(), html);
+            Ok(())
+        }
+    }
+
+    /// The ids publish-sale asked pages for, in order.
+    #[derive(Default)]
+    pub struct MemoryPageRequests {
+        pub requested: Mutex<Vec<SaleId>>,
+        pub fail: AtomicBool,
+    }
+
+    #[async_trait]
+    impl PageRequests for MemoryPageRequests {
+        async fn request(&self, id: &SaleId) -> Result<(), PageError> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(PageError(anyhow::anyhow!("queue unreachable")));
+            }
+            self.requested.lock().unwrap().push(id.clone());
             Ok(())
         }
     }
@@ -200,22 +288,90 @@ mod tests {
         assert_eq!(price(100), "1.00");
     }
 
-    #[tokio::test]
-    async fn the_writer_stores_each_queued_page_and_retries_what_failed() {
-        use super::fake::MemoryPages;
-        use std::sync::atomic::Ordering;
-        let id = SaleId::generate();
-        let body = serde_json::json!({"type": SALE_PAGE_RENDERED, "version": 1, "id": "e1",
-            "occurredAt": "2026-11-30T18:00:00Z", "payload": {"saleId": id, "html": "<h1>P</h1>"}})
-        .to_string();
-        let pages = MemoryPages::default();
-        let batch = crate::testing::batch(&[body.clone(), "garbage".to_owned()]);
-        assert_eq!(write_batch(&pages, batch).await, ["m1"]);
-        assert_eq!(pages.pages.lock().unwrap()[&id], "<h1>P</h1>");
-        pages.fail.store(true, Ordering::SeqCst);
-        assert_eq!(
-            write_batch(&pages, crate::testing::batch(&[body])).await,
-            ["m0"]
+    #[test]
+    fn a_value_holding_a_placeholder_is_never_expanded() {
+        let html = render(&sale("{{price}} off {{id}}{{nope}}"));
+        assert!(
+            html.contains("<h1>{{price}} off {{id}}{{nope}}</h1>"),
+            "{html}"
         );
+        assert!(
+            html.contains("<title>{{price}} off {{id}}{{nope}} · flash sale</title>"),
+            "{html}"
+        );
+        assert_eq!(
+            fill(
+                "{{a}}{{b}} {{c}} {{",
+                &[("a", "{{b}}".to_owned()), ("b", "<".to_owned())]
+            ),
+            "{{b}}&lt; {{c}} {{"
+        );
+    }
+
+    fn requested(id: &str) -> String {
+        serde_json::json!({"type": SALE_PAGE_REQUESTED, "version": 1, "id": "e1",
+            "occurredAt": "2026-11-30T18:00:00Z", "payload": {"saleId": id}})
+        .to_string()
+    }
+
+    #[tokio::test]
+    async fn the_writer_renders_each_requested_page_from_the_table_and_retries_what_failed() {
+        use super::fake::MemoryPages;
+        use crate::seckill::sale::fake::MemorySales;
+        use std::sync::atomic::Ordering;
+        let sales = MemorySales::default();
+        let published = sale("Phone");
+        let mut draft = sale("Draft");
+        draft.state = Lifecycle::Draft;
+        for sale in [&published, &draft] {
+            sales.create(sale).await.unwrap();
+        }
+        let pages = MemoryPages::default();
+        let batch = crate::testing::batch(&[
+            requested(published.id.as_str()),
+            "garbage".to_owned(),
+            requested(draft.id.as_str()),
+            requested(SaleId::generate().as_str()),
+            requested("not-a-sale"),
+        ]);
+        assert_eq!(
+            write_batch(&sales, &pages, batch).await,
+            ["m1", "m4", "m2", "m3"]
+        );
+        let stored = pages.pages.lock().unwrap().clone();
+        assert_eq!(stored.len(), 1, "only the published sale gets a page");
+        assert_eq!(stored[&published.id], render(&published));
+
+        pages.fail.store(true, Ordering::SeqCst);
+        let batch = crate::testing::batch(&[requested(published.id.as_str())]);
+        assert_eq!(write_batch(&sales, &pages, batch).await, ["m0"]);
+    }
+
+    /// The retired message that carried the page: refused, so nothing it holds is published,
+    /// not even for a sale that is published.
+    #[tokio::test]
+    async fn a_message_carrying_html_is_refused_and_stores_nothing() {
+        use super::fake::MemoryPages;
+        use crate::events::SALE_PAGE_RENDERED;
+        use crate::seckill::sale::fake::MemorySales;
+        let sales = MemorySales::default();
+        let published = sale("Phone");
+        sales.create(&published).await.unwrap();
+        let pages = MemoryPages::default();
+        let old = serde_json::json!({"type": SALE_PAGE_RENDERED, "version": 1, "id": "e1",
+            "occurredAt": "2026-11-30T18:00:00Z",
+            "payload": {"saleId": published.id, "html": "<script>alert(1)</script>"}})
+        .to_string();
+        let mixed = serde_json::json!({"type": SALE_PAGE_REQUESTED, "version": 1, "id": "e2",
+            "occurredAt": "2026-11-30T18:00:00Z",
+            "payload": {"saleId": published.id, "html": "<script>alert(1)</script>"}})
+        .to_string();
+        let batch = crate::testing::batch(&[old.clone(), mixed]);
+        assert_eq!(write_batch(&sales, &pages, batch).await, ["m0", "m1"]);
+        assert!(pages.pages.lock().unwrap().is_empty());
+        assert!(matches!(
+            parse_requested(&old),
+            Err(EventError::Unknown { version: 1, .. })
+        ));
     }
 }

@@ -152,16 +152,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "PublishSaleFunction",
         &[
             (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
-            // QueuedSalePages::put: the rendered page, for the page writer.
+            // QueuedPageRequests::request: the sale's id, for the page writer.
             ("SalePageQueue.Arn", &["sqs:SendMessage"]),
         ],
     ),
-    // its own role: the pages it is sent (the poller), S3SalePages::put of each under
-    // shop/sales/<id>.
+    // its own role: the sale ids it is sent (the poller), the sale's GetItem
+    // (DynamoSaleStore::get), S3SalePages::put of its page under shop/sales/<id>.
     (
         "SalePageWriterFunction",
         &[
             ("SalePageWriterLogGroup.Arn", &LOGS),
+            (COMMERCE, &["dynamodb:GetItem"]),
             (SALE_PAGES, &["s3:PutObject"]),
             ("SalePageQueue.Arn", &SQS_POLLER),
         ],
@@ -676,4 +677,107 @@ fn the_checks_catch_what_they_are_for() {
     assert_eq!(resource_text(&tagged), "OrderQueue.Arn");
     let tagged: Value = yaml_serde::from_str("!Sub \"${CommerceTable.Arn}/index/gsi1\"").unwrap();
     assert_eq!(resource_text(&tagged), "${CommerceTable.Arn}/index/gsi1");
+}
+
+/// The page queue takes messages from publish-sale's role only: each message makes the page
+/// writer publish a page on the shop's origin, so the queue's own policy denies `SendMessage`
+/// to every other principal of the account, whatever their IAM policies allow (issue 29,
+/// item 8). SAM names the role it makes for a function without `Role` `<LogicalId>Role`.
+#[test]
+fn only_publish_sale_may_send_to_the_sale_page_queue() {
+    let template = yaml("template.yaml");
+    let resources = entries(&template, "Resources");
+    let publish = resources
+        .iter()
+        .find(|(name, _)| *name == "PublishSaleFunction")
+        .map(|(_, resource)| *resource)
+        .expect("PublishSaleFunction");
+    assert!(
+        publish["Properties"].get("Role").is_none(),
+        "publish-sale's role is SAM's PublishSaleFunctionRole"
+    );
+    assert!(
+        resources
+            .iter()
+            .all(|(name, _)| *name != "PublishSaleFunctionRole"),
+        "SAM makes PublishSaleFunctionRole; the template must not declare one"
+    );
+    let role = "PublishSaleFunctionRole.Arn";
+
+    let policies: Vec<&Value> = resources
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == "AWS::SQS::QueuePolicy")
+        .filter(|(_, resource)| {
+            strings(&resource["Properties"]["Queues"])
+                .into_iter()
+                .any(|queue| resource_text(queue) == "Ref SalePageQueue")
+        })
+        .map(|(_, resource)| &resource["Properties"]["PolicyDocument"])
+        .collect();
+    assert_eq!(policies.len(), 1, "one QueuePolicy on SalePageQueue");
+    let statements = strings(&policies[0]["Statement"]);
+    let sends = |statement: &Value| {
+        strings(&statement["Action"])
+            .into_iter()
+            .any(|action| matches!(action.as_str(), Some("sqs:SendMessage" | "sqs:*" | "*")))
+    };
+    let mut allowed = false;
+    let mut denied = false;
+    for statement in statements {
+        assert_eq!(
+            resource_text(&statement["Resource"]),
+            "SalePageQueue.Arn",
+            "{statement:?}"
+        );
+        match statement["Effect"].as_str() {
+            Some("Allow") => {
+                // Nothing but SendMessage, and to publish-sale's role only.
+                let actions = strings(&statement["Action"]);
+                assert_eq!(actions.len(), 1, "{statement:?}");
+                assert_eq!(
+                    actions[0].as_str(),
+                    Some("sqs:SendMessage"),
+                    "{statement:?}"
+                );
+                assert_eq!(
+                    resource_text(&statement["Principal"]["AWS"]),
+                    role,
+                    "{statement:?}"
+                );
+                allowed = true;
+            }
+            Some("Deny") if sends(statement) => {
+                assert_eq!(statement["Principal"], "*", "{statement:?}");
+                let condition = &statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"];
+                assert_eq!(
+                    resource_text(condition),
+                    role,
+                    "the Deny spares publish-sale's role and no one else: {statement:?}"
+                );
+                assert_eq!(
+                    statement["Condition"].as_mapping().map(|m| m.len()),
+                    Some(1),
+                    "{statement:?}"
+                );
+                denied = true;
+            }
+            other => panic!("unexpected statement ({other:?}): {statement:?}"),
+        }
+    }
+    assert!(
+        allowed && denied,
+        "an Allow for the role and a Deny for everyone else"
+    );
+
+    // And no function's own policy grants a send there but publish-sale's.
+    let senders: Vec<String> = granted()
+        .into_iter()
+        .filter(|(_, grants)| {
+            grants
+                .get("SalePageQueue.Arn")
+                .is_some_and(|actions| actions.contains("sqs:SendMessage"))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(senders, ["PublishSaleFunction"]);
 }

@@ -375,6 +375,97 @@ async fn callback(client: &Client, base: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The page writer renders a page itself, from the sale in the commerce table, given only
+/// the sale's id (issue 29, item 8): a `SalePageRequested` naming a published sale stores that
+/// sale's page; one naming a draft stores nothing; and the retired `SalePageRendered`, which
+/// carried the HTML, publishes nothing, not even for a published sale, and reaches the
+/// dead-letter queue.
+#[tokio::test]
+async fn the_page_writer_renders_a_requested_page_from_the_table_and_stores_no_html_it_is_sent() {
+    let cloud = support::start(support::options(&support::unique_stack())).await;
+    let base = format!("http://{}", cloud.address);
+    let ops = Api::admin(&cloud, "ops");
+    let config = support::sdk().await;
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let s3 = app::cloud::s3_client(&config);
+    let bucket = cloud.model.bucket("ShopBucket").unwrap().name.clone();
+    let queue = support::queue_url(&cloud, "SalePageQueue");
+    let dead_letters = support::queue_url(&cloud, "SalePageDeadLetterQueue");
+    let send = |kind: &str, payload: Value| {
+        let body = json!({"type": kind, "version": 1, "id": uuid::Uuid::now_v7().to_string(),
+            "occurredAt": at(time::Duration::ZERO), "payload": payload})
+        .to_string();
+        let (sqs, queue) = (sqs.clone(), queue.clone());
+        async move {
+            sqs.send_message()
+                .queue_url(queue)
+                .message_body(body)
+                .send()
+                .await
+                .expect("SendMessage to the page queue");
+        }
+    };
+
+    // A published sale, its page deleted; asked for by id alone, it is rendered again.
+    let published = published_sale(&ops, "Lamp {{price}}", 3, time::Duration::minutes(-1)).await;
+    let (status, _, first) = page_written(&base, &published).await;
+    assert_eq!(status, 200, "{first}");
+    s3.delete_object()
+        .bucket(&bucket)
+        .key(format!("shop/sales/{published}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&base, "GET", &format!("/shop/sales/{published}"))
+            .await
+            .0,
+        404
+    );
+    send("SalePageRequested", json!({"saleId": published})).await;
+    let (status, _, page) = page_written(&base, &published).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page, first, "the same page, rendered from the table");
+    assert!(page.contains("<h1>Lamp {{price}}</h1>"), "{page}");
+    assert!(page.contains(">19.99<"), "{page}");
+
+    // A draft gets no page, whatever the message says.
+    let body = json!({"productId": "p-1", "title": "Draft", "priceCents": 100, "stock": 1,
+        "perUserLimit": 1, "startsAt": at(time::Duration::minutes(5)),
+        "endsAt": at(time::Duration::hours(1))});
+    let (status, draft) = ops.call("POST", "/seckill/activities", Some(body)).await;
+    assert_eq!(status, 201, "{draft}");
+    let draft = draft["id"].as_str().unwrap().to_owned();
+    let evil = "<script>alert(document.cookie)</script>";
+    send("SalePageRequested", json!({"saleId": draft})).await;
+    send("SalePageRendered", json!({"saleId": draft, "html": evil})).await;
+    send(
+        "SalePageRendered",
+        json!({"saleId": published, "html": evil}),
+    )
+    .await;
+
+    // Each is refused on every receive and moved to the dead-letter queue (5 receives, the
+    // visibility shortened to 2 s); by then the writer stored nothing of them.
+    support::eventually(Duration::from_secs(60), "the three reach the DLQ", || {
+        let sqs = sqs.clone();
+        let dead_letters = dead_letters.clone();
+        async move { (support::queue_depth(&sqs, &dead_letters).await >= 3).then_some(()) }
+    })
+    .await;
+    assert_eq!(support::queue_depth(&sqs, &queue).await, 0);
+    let (status, _, body) = get(&base, "GET", &format!("/shop/sales/{draft}")).await;
+    assert_eq!(status, 404, "a draft has no page: {body}");
+    let (status, _, page) = get(&base, "GET", &format!("/shop/sales/{published}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        page, first,
+        "the page is still the one rendered from the table"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    cloud.stop().await;
+}
+
 /// A buyer's path through the pages: the operator signs in through the ops page and creates
 /// and publishes a sale that opens 20 s later; a buyer signs in from its page, sees the
 /// countdown and a disabled button, then the button enabled once the sale is ONGOING, checks
