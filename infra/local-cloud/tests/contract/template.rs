@@ -248,6 +248,7 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
         let throttle = throttle.unwrap_or_else(|| panic!("{key} has no limit"));
         if !key.starts_with("GET /seckill/activities/{id}")
             && !key.starts_with("POST /seckill/activities/{id}/orders")
+            && key != "POST /payments/callback"
         {
             assert_eq!(throttle, RouteThrottle::new(4_000.0, 2_000), "{key}");
             assert!(throttle.rate_per_second > orders.rate_per_second, "{key}");
@@ -267,6 +268,72 @@ fn the_project_template_throttles_the_sale_routes_tightest() {
     assert_eq!(
         routes(&overridden)["GET /seckill/activities/{id}"],
         Some(RouteThrottle::new(2.0, 4))
+    );
+}
+
+/// The unauthenticated payment callback has a bucket of its own (issue 29, item 5), from its
+/// own pair of parameters: neither the default every other route takes, nor anything another
+/// route's traffic spends, decides whether the provider's notices get through.
+#[test]
+fn the_payment_callback_is_throttled_on_its_own_parameters() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
+    let template: yaml_serde::Value =
+        yaml_serde::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let settings =
+        &template["Resources"]["HttpApi"]["Properties"]["RouteSettings"]["POST /payments/callback"];
+    for (key, parameter) in [
+        ("ThrottlingRateLimit", "PaymentCallbackThrottlingRateLimit"),
+        (
+            "ThrottlingBurstLimit",
+            "PaymentCallbackThrottlingBurstLimit",
+        ),
+    ] {
+        let yaml_serde::Value::Tagged(reference) = &settings[key] else {
+            panic!("RouteSettings.\"POST /payments/callback\".{key} is !Ref {parameter}");
+        };
+        assert_eq!(reference.tag.to_string().trim_start_matches('!'), "Ref");
+        assert_eq!(reference.value.as_str(), Some(parameter), "{key}");
+        let declared = &template["Parameters"][parameter];
+        assert_eq!(declared["Type"], "Number", "{parameter}");
+        assert_eq!(declared["MinValue"].as_u64(), Some(0), "{parameter}");
+    }
+
+    let model = load(&path, &BTreeMap::new(), &names()).unwrap();
+    let served = routes(&model);
+    let callback = served["POST /payments/callback"].expect("the callback's limit");
+    assert_eq!(callback, RouteThrottle::new(500.0, 250));
+    assert_ne!(
+        callback,
+        RouteThrottle::new(4_000.0, 2_000),
+        "not the default"
+    );
+
+    let overridden = load(
+        &path,
+        &BTreeMap::from([
+            (
+                "PaymentCallbackThrottlingRateLimit".to_owned(),
+                "7".to_owned(),
+            ),
+            (
+                "PaymentCallbackThrottlingBurstLimit".to_owned(),
+                "3".to_owned(),
+            ),
+            ("ApiThrottlingRateLimit".to_owned(), "1".to_owned()),
+            ("ApiThrottlingBurstLimit".to_owned(), "1".to_owned()),
+        ]),
+        &names(),
+    )
+    .unwrap();
+    let served = routes(&overridden);
+    assert_eq!(
+        served["POST /payments/callback"],
+        Some(RouteThrottle::new(7.0, 3)),
+        "its own parameters, not the default's"
+    );
+    assert_eq!(
+        served["POST /orders/{orderId}/pay"],
+        Some(RouteThrottle::new(1.0, 1))
     );
 }
 
