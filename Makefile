@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # nextest runs every test in its own process; plain `cargo test` works too where it's missing.
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
-.PHONY: help dev token test fmt fmt-check clippy unit-test emulator-test lint-template \
+.PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
         schemathesis sam-local sam-invoke deploy
 
@@ -32,6 +32,12 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 	  "sam build for x86_64 Lambda (release profile)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
 	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check" \
 	  "sam local on Docker: start-api, then invoke a consumer and the relay|$(SAM_E2E)"
+
+check: ## the fast tier, no emulator: format, clippy, unit and contract tests (a few minutes on a warm tree)
+	@infra/steps.sh \
+	  "format check|cargo fmt --all -- --check" \
+	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
+	  "unit and contract tests (no emulator)|$(NEXTEST) --workspace --lib --bins && $(NEXTEST) -p local-cloud --test contract"
 
 fmt: ## format the code
 	cargo fmt --all
