@@ -24,13 +24,13 @@ fi
     echo "\`throttling\` and \`follow\` in"
     echo "infra/local-cloud/tests/e2e, then \`infra/reliability-report.sh\`): a scenario adds its"
     echo "row only after every one of its assertions passed, so each row is a run in which the"
-    echo "invariants held. Faults are injected by the local cloud's fault switches (README,"
-    echo "Operations) or by acting on Redis; nothing in the functions' code is switched. The"
-    echo "emulator models DynamoDB's transaction conflicts in every scenario (README, Local"
+    echo "invariants held. Faults are injected by the local cloud's fault switches (docs/operations.md)"
+    echo "or by acting on Redis; nothing in the functions' code is switched. The"
+    echo "emulator models DynamoDB's transaction conflicts in every scenario (docs/local-development.md, Local"
     echo "emulators); the contention rows count the conflicts it raised and the writes the code"
     echo "sent again after one (code retried x/y: x retries of y conflicts seen by that function)."
     echo "The \"Hostile caller\" rows are abuse, not faults: floods, bursts and crafted input that"
-    echo "the limits of README's \"Abuse resistance\" must hold against."
+    echo "the limits of docs/security.md's \"Abuse resistance\" must hold against."
     echo
     echo "Last run: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores."
     echo

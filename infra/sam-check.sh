@@ -3,7 +3,7 @@
 #
 # Checks what `sam build` left in .aws-sam/build, for every AWS::Serverless::Function of
 # template.yaml: its bootstrap is there, is an ELF for the architecture (e_machine 62 x86-64,
-# 183 aarch64), is under 8 MiB (DESIGN §6), and starts and answers one invocation behind the
+# 183 aarch64), is under 8 MiB (docs/DESIGN.md §6), and starts and answers one invocation behind the
 # local runner (`local-cloud check` against the emulators: an HTTP request through the local
 # API for a function with a route, an empty batch or a scheduled event for the others).
 # arm64 bootstraps cannot run on an x86_64 machine: there the last part is skipped, loudly.

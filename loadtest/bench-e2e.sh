@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark sections 3 and 5 of `make bench`, measured by end-to-end tests through the local
-# cloud with release binaries (DESIGN §6):
+# cloud with release binaries (docs/DESIGN.md §6):
 #   - decoupling: follows at a fixed arrival rate with and without every notification write
 #     slowed to 500 ms (infra/local-cloud/tests/e2e/decoupling.rs); its p99 ratio is reported
 #     against the 1.1 target (DECOUPLING_ASSERT_RATIO=1 makes a miss fail the test);
@@ -57,7 +57,7 @@ fi
     echo
     echo "(\`loadtest/bench-e2e.sh\`, part of \`make bench\`; exit status $status.)"
     echo
-    echo "## Decoupling (DESIGN §6: follow p99 within 1.1x when every notification write takes 500 ms)"
+    echo "## Decoupling (docs/DESIGN.md §6: follow p99 within 1.1x when every notification write takes 500 ms)"
     echo
     echo "Two fresh stacks in one run; follows arrive open-loop at a fixed rate from distinct users"
     echo "onto 5 posters; the second run's notification consumer writes through the runner's fault"
@@ -68,7 +68,7 @@ fi
     echo
     echo "$figure_note"
     echo
-    echo "## Hot keys (DESIGN §6: at most 0.1 writes to the hottest item per follow and per order)"
+    echo "## Hot keys (docs/DESIGN.md §6: at most 0.1 writes to the hottest item per follow and per order)"
     echo
     echo "Every writing function behind the runner's counting proxy; a burst of $HOT_KEY_N follows on one"
     echo "celebrity, then $HOT_KEY_N orders on one sale of $HOT_KEY_N units."

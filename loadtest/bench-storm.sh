@@ -180,7 +180,7 @@ else:
     md += "No figure: the storm drew none (see its log).\n\n"
 if ratio:
     md += f"**Ratio.** orders/s through the runner ÷ raw EVALSHA/s = {order_rate:,.0f} / {raw['phase']['per_second']:,.0f} = **{ratio:.3f}**: the reserve script alone runs {1/ratio:.1f}× faster than an attempt through the runner (HTTP, JWT check, the runner's dispatch to a one-at-a-time function process, the script, and for the 202s an SQS send).\n\n"
-md += f"""## DESIGN targets (§6 "Flash sale")
+md += f"""## Targets (docs/DESIGN.md §6 "Flash sale")
 
 | target | measured | verdict |
 |---|---|---|

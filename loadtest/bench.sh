@@ -3,7 +3,7 @@
 #
 #   loadtest/bench.sh functions [--smoke | --no-build | --sam-build] [bench options]
 #
-# `functions`: DESIGN §6 "cold start" and "per-request overhead" for every function, by
+# `functions`: docs/DESIGN.md §6 "cold start" and "per-request overhead" for every function, by
 # `loadtest/bench` against `aws-stub` (instant canned DynamoDB and SQS answers) and a real
 # redis-server: part 1, each binary's init time beside a hello-world lambda_runtime binary,
 # its stripped size and peak memory; part 2, each HTTP function's throughput through the

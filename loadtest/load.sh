@@ -17,7 +17,7 @@
 #
 # Route throttling (template.yaml's *ThrottlingRateLimit/*ThrottlingBurstLimit) answers 429
 # beyond its limits, locally as in AWS. Above them, lift it: locally with
-# `make dev ARGS="--route-throttling off"`; on a stack, deploy it with higher limits (README,
+# `make dev ARGS="--route-throttling off"`; on a stack, deploy it with higher limits (docs/security.md,
 # "Throttling").
 set -euo pipefail
 

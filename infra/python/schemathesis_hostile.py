@@ -1,6 +1,6 @@
 """Hostile text for the schemathesis run (infra/schemathesis.sh loads it as SCHEMATHESIS_HOOKS).
 
-A hook slips characters that hide or fake text (README, "Text rules for names and titles")
+A hook slips characters that hide or fake text (docs/api.md, "Text rules for names and titles")
 into half of the generated bodies that carry a `displayName` or a `title`, at a drawn
 position; a check then holds every answer to the rules: a body whose name or title still
 holds such a character after trimming is never accepted (no 2xx). Hypothesis' own random

@@ -8,7 +8,7 @@
 //                          (Cognito mode: 0 means a pool of 100, one Cognito user per member).
 //                          A member drawn often makes FOLLOWS_PER_USER + 1 attempts each time:
 //                          past the stack's FollowRatePerMinute (30) in a minute they are 429s,
-//                          so raise that parameter for a heavy run with a pool (README, Follow limits)
+//                          so raise that parameter for a heavy run with a pool (docs/security.md, Follow limits)
 //   THINK_TIME [0]         seconds between a user's requests
 //   AUTH_MODE, LOCAL_JWT_SECRET, COGNITO_*: see lib/auth.js
 'use strict';

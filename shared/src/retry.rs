@@ -29,7 +29,7 @@ impl Default for Backoff {
     /// pauses (1.6 s expected), well inside a 10 s invocation. In AWS a conflict lasts as long
     /// as the other transaction, tens of milliseconds, so one or two retries suffice; the
     /// rest is for a celebrity's item written by many batches at once, and for the local
-    /// emulator, where a transaction is in flight for as long as it queues (README).
+    /// emulator, where a transaction is in flight for as long as it queues (docs/local-development.md, Local emulators).
     fn default() -> Self {
         Self {
             attempts: 10,

@@ -40,7 +40,7 @@ enum Command {
         disabled_sources: Vec<String>,
         /// Inject a fault on purpose (repeatable): FUNCTION:dynamodb.writes:delay=500ms,
         /// FUNCTION:sqs.SendMessage:fail=1, FUNCTION:dynamodb:fail=0.2, FUNCTION:crash=0.2,
-        /// FUNCTION:timeout=1s, FUNCTION:proxy (count its writes). See the README.
+        /// FUNCTION:timeout=1s, FUNCTION:proxy (count its writes). See docs/local-development.md.
         #[arg(long = "fault", value_name = "SWITCH")]
         faults: Vec<String>,
         /// Deliver every SQS batch twice, the second time in another order.

@@ -1,4 +1,4 @@
-//! `bench`: the functions' benchmark against the design's targets (DESIGN §6), written as a
+//! `bench`: the functions' benchmark against the design's targets (docs/DESIGN.md §6), written as a
 //! Markdown report with the command that produced each figure.
 //!
 //! - Part 1 ([`cold_start`]): every function binary of the template and the hello-world

@@ -2,7 +2,7 @@
 //! queues, the streams and the functions' own metric lines, per second over the last few
 //! minutes, drawn by a page whose every asset is embedded in the binary (no network needed).
 //!
-//! `/_local/` is the runner's own prefix, never an API route (DESIGN §3): the gateway hands
+//! `/_local/` is the runner's own prefix, never an API route (docs/DESIGN.md §3): the gateway hands
 //! every path under it here, before routing, and an unknown one is a 404 saying so.
 //!
 //! # Layout

@@ -1,6 +1,6 @@
 //! Limits against abuse, end to end: names and titles that hide or fake text are refused,
 //! a mark-read of unknown ids costs a bounded number of transactions, and every order attempt
-//! counts toward the buyer's rate limit (README, "Abuse resistance"). Route throttling is in
+//! counts toward the buyer's rate limit (docs/security.md, "Abuse resistance"). Route throttling is in
 //! `throttling.rs`, the follow limits in `follow.rs`.
 
 use crate::follow::sign_up;

@@ -312,7 +312,7 @@ async fn a_sale_storm_confirms_exactly_the_stock_with_parallel_order_batches() {
     // visibility timeout makes the reconciliation's grace 5 x 20 + 1 + 10 = 111 s, above what
     // the order queue lags while this machine's two cores admit ten thousand buyers through
     // debug builds (the tests' usual 2 s would give 21 s, and late orders would be released:
-    // the grace period exists for exactly that, see README, Reconciliation).
+    // the grace period exists for exactly that, see docs/operations.md, Reconciliation).
     options.instances = 2;
     // CONTENTION_BUYERS sizes the storm, and a machine that admits orders faster than
     // PlaceOrderThrottlingRateLimit would meet 429s, counted here as rejections: this test is

@@ -1,4 +1,4 @@
-//! The decoupling experiment (DESIGN §6): follows at a fixed arrival rate, once as they are and
+//! The decoupling experiment (docs/DESIGN.md §6): follows at a fixed arrival rate, once as they are and
 //! once with every notification write slowed to 500 ms by the runner's fault proxy, each on a
 //! fresh stack in the same run. The follow's latency must not care (p99 within 1.1x), the
 //! notification backlog must drain afterwards, and no notification may be lost or duplicated.

@@ -1,6 +1,6 @@
 //! Hot keys: a burst of follows on one celebrity and of orders on one sale, with every writing
 //! function behind the runner's counting proxy; the hottest item may be written at most 0.1
-//! times per follow and per order (DESIGN §6), so that one celebrity or one sale sustains
+//! times per follow and per order (docs/DESIGN.md §6), so that one celebrity or one sale sustains
 //! 10,000 events/s under DynamoDB's 1,000 writes/s per item. The orders are admitted with the
 //! order consumer stopped and then drained, as the burst they are in the cloud: admitted here
 //! through debug functions, they would reach the consumer slower than its batching window.
