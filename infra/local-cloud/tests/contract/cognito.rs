@@ -382,7 +382,12 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
 fn everyone_needs_totp_without_a_trigger() {
     let (stack, pool) = totp_pool("everyone", "ON");
     assert!(pool.get("LambdaConfig").is_none(), "{pool:?}");
-    assert_eq!(pool["UserPoolTier"], "LITE");
+    assert_eq!(pool["UserPoolTier"], "LITE", "no trigger: the cheapest plan");
+    assert_eq!(
+        stack.properties("ShopSignInDomain")["ManagedLoginVersion"],
+        1,
+        "Lite's sign-in pages are the classic hosted UI"
+    );
     for id in GUARD_RESOURCES {
         assert!(!stack.exists(id), "{id}");
     }
@@ -400,4 +405,41 @@ fn threat_protection_puts_the_pool_on_the_plus_plan() {
     }
     let off = Stack::new(&[("ThreatProtection", "OFF")]).properties("UserPool");
     assert!(off.get("UserPoolAddOns").is_none(), "{off:?}");
+}
+
+/// Managed login (version 2) and its branding exist on the Essentials and Plus plans only; on
+/// Lite the classic hosted UI (version 1) is the one sign-in page Cognito serves. A stack
+/// whose plan and domain disagree fails to deploy, so every combination of the parameters
+/// that choose the plan must agree.
+#[test]
+fn the_sign_in_pages_are_a_version_the_feature_plan_offers() {
+    let mut plans = std::collections::BTreeSet::new();
+    for scope in ["admins", "everyone"] {
+        for protection in ["OFF", "AUDIT", "ENFORCED"] {
+            for env in ["dev", "prod"] {
+                let stack = Stack::new(&[
+                    ("MfaScope", scope),
+                    ("ThreatProtection", protection),
+                    ("EnvironmentName", env),
+                ]);
+                let combination = format!("MfaScope={scope} ThreatProtection={protection} {env}");
+                let plan = scalar(&stack.properties("UserPool")["UserPoolTier"]);
+                let version = scalar(&stack.properties("ShopSignInDomain")["ManagedLoginVersion"]);
+                let branded = stack.exists("ShopManagedLoginBranding");
+                match plan.as_str() {
+                    "LITE" => {
+                        assert_eq!(version, "1", "{combination}: Lite has no managed login");
+                        assert!(!branded, "{combination}: Lite has no branding");
+                    }
+                    "ESSENTIALS" | "PLUS" => {
+                        assert_eq!(version, "2", "{combination}: managed login on {plan}");
+                        assert!(branded, "{combination}: managed login's branding");
+                    }
+                    other => panic!("{combination}: unknown plan {other}"),
+                }
+                plans.insert(plan);
+            }
+        }
+    }
+    assert_eq!(plans.len(), 3, "every plan is reachable: {plans:?}");
 }
