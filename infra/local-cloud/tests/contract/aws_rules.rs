@@ -8,6 +8,8 @@
 //! - `ScalingConfig.MaximumConcurrency` is from 2 to 1,000;
 //! - every function that uses Redis runs in the VPC, in both private subnets, with the
 //!   security group that alone may reach the cache.
+//! - a resource that publishes its events to an SNS topic (the cache) is created after the
+//!   topic's policy that lets it publish.
 //!
 //! That each consumer commits a whole batch of the template's `BatchSize` within DynamoDB's 100
 //! actions per transaction depends on the code's chunking as much as on the template, so it is
@@ -234,4 +236,67 @@ fn data_and_identities_outlive_a_deleted_or_replaced_stack() {
 
 fn yaml_value(text: &str) -> Value {
     yaml_serde::from_str(text).unwrap()
+}
+
+/// A `!Ref` to a logical id (or a resource's `Ref` form), as written.
+fn ref_target(value: &Value) -> Option<String> {
+    match value {
+        Value::Tagged(tagged) if tagged.tag.to_string().trim_start_matches('!') == "Ref" => {
+            tagged.value.as_str().map(str::to_owned)
+        }
+        Value::Mapping(map) => map.get("Ref").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// The logical ids in a resource's `DependsOn` (a name or a list of names).
+fn depends_on(resource: &Value) -> Vec<String> {
+    match resource.get("DependsOn") {
+        Some(Value::String(name)) => vec![name.clone()],
+        Some(Value::Sequence(names)) => names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A service that publishes its events to a topic checks, when the resource is created, that
+/// the topic's policy lets it; CloudFormation orders a resource after its topic (the `!Ref`)
+/// but not after the topic's policy, unless the resource depends on it. ElastiCache marks a
+/// topic it may not publish to inactive.
+#[test]
+fn a_resource_that_publishes_to_a_topic_waits_for_the_topics_policy() {
+    let template = yaml("template.yaml");
+    let resources = entries(&template, "Resources");
+    let mut checked = 0;
+    for (id, resource) in &resources {
+        let Some(topic) = ref_target(&resource["Properties"]["NotificationTopicArn"]) else {
+            continue;
+        };
+        let policies: Vec<&str> = resources
+            .iter()
+            .filter(|(_, r)| r["Type"].as_str() == Some("AWS::SNS::TopicPolicy"))
+            .filter(|(_, r)| {
+                r["Properties"]["Topics"]
+                    .as_sequence()
+                    .is_some_and(|topics| {
+                        topics
+                            .iter()
+                            .any(|t| ref_target(t).as_deref() == Some(&topic))
+                    })
+            })
+            .map(|(policy, _)| *policy)
+            .collect();
+        assert!(!policies.is_empty(), "{id}: {topic} has no topic policy");
+        let waits = depends_on(resource);
+        for policy in policies {
+            assert!(
+                waits.iter().any(|w| w == policy),
+                "{id} publishes to {topic} but does not depend on {policy}: {waits:?}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 1, "RedisCache publishes its events to a topic");
 }

@@ -382,7 +382,10 @@ fn admins_need_totp_through_the_guard_trigger_on_the_essentials_plan() {
 fn everyone_needs_totp_without_a_trigger() {
     let (stack, pool) = totp_pool("everyone", "ON");
     assert!(pool.get("LambdaConfig").is_none(), "{pool:?}");
-    assert_eq!(pool["UserPoolTier"], "LITE", "no trigger: the cheapest plan");
+    assert_eq!(
+        pool["UserPoolTier"], "LITE",
+        "no trigger: the cheapest plan"
+    );
     assert_eq!(
         stack.properties("ShopSignInDomain")["ManagedLoginVersion"],
         1,
@@ -442,4 +445,37 @@ fn the_sign_in_pages_are_a_version_the_feature_plan_offers() {
         }
     }
     assert_eq!(plans.len(), 3, "every plan is reachable: {plans:?}");
+}
+
+/// The user pool's emails (codes, temporary passwords, resets): Cognito's own sender by
+/// default, which sends at most 50 a day for the account, or SES from the identity a
+/// production stack names, in the stack's region.
+#[test]
+fn the_pool_mails_through_ses_when_given_an_identity_and_cognito_otherwise() {
+    let default = Stack::new(&[]).properties("UserPool");
+    assert_eq!(
+        default["EmailConfiguration"]["EmailSendingAccount"], "COGNITO_DEFAULT",
+        "{default:?}"
+    );
+    assert!(default["EmailConfiguration"].get("SourceArn").is_none());
+
+    let ses = Stack::new(&[("EmailSenderIdentity", "shop.example.com")]).properties("UserPool");
+    let email = &ses["EmailConfiguration"];
+    assert_eq!(email["EmailSendingAccount"], "DEVELOPER");
+    let source = yaml_serde::to_string(&email["SourceArn"]).unwrap();
+    assert!(
+        source.contains(":ses:${AWS::Region}:${AWS::AccountId}:identity/${EmailSenderIdentity}"),
+        "{source}"
+    );
+    assert!(email.get("From").is_none(), "the identity's own address");
+
+    let from = Stack::new(&[
+        ("EmailSenderIdentity", "shop.example.com"),
+        ("EmailFrom", "Shop <no-reply@shop.example.com>"),
+    ])
+    .properties("UserPool");
+    assert_eq!(
+        from["EmailConfiguration"]["From"],
+        "Shop <no-reply@shop.example.com>"
+    );
 }
