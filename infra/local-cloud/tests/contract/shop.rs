@@ -420,3 +420,54 @@ fn no_page_has_inline_script_or_style() {
         }
     }
 }
+
+/// The error codes CloudFront caches, by default for 10 seconds, whatever the cache policy
+/// says (CloudFront's guide, "Caching error responses").
+const CACHED_ERRORS: [u16; 11] = [400, 403, 404, 405, 414, 416, 500, 501, 502, 503, 504];
+
+/// An error must not outlive the route's own answer at the edge: a sale detail's 404 just
+/// before the sale is published, or a 503 at its opening, kept 10 s would be every buyer's
+/// answer at that edge. Each error a cached behaviour can return has a custom error response
+/// keeping it at most as long as the shortest TTL of a cached API behaviour (the detail's
+/// `max-age=1`), and none replaces the API's JSON error by a page.
+#[test]
+fn no_error_is_cached_longer_than_the_routes_own_answer() {
+    let config = &resource("ShopDistribution")["Properties"]["DistributionConfig"];
+    let behaviours = config["CacheBehaviors"].as_sequence().unwrap();
+    let cached: Vec<&Value> = std::iter::once(&config["DefaultCacheBehavior"])
+        .chain(behaviours)
+        .filter(|b| b["CachePolicyId"] != CACHING_DISABLED)
+        .collect();
+    assert!(
+        cached.len() >= 2,
+        "the pages and the sale detail are cached: {cached:?}"
+    );
+    let detail_ttl = resource("SaleDetailCachePolicy")["Properties"]["CachePolicyConfig"]["MaxTTL"]
+        .as_u64()
+        .unwrap();
+    let responses = config["CustomErrorResponses"]
+        .as_sequence()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for code in CACHED_ERRORS {
+        let response = responses
+            .iter()
+            .find(|r| r["ErrorCode"].as_u64() == Some(code.into()))
+            .unwrap_or_else(|| {
+                panic!("no custom error response for {code}: CloudFront keeps it 10 s")
+            });
+        let ttl = response["ErrorCachingMinTTL"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{code}: no ErrorCachingMinTTL (the default is 10 s)"));
+        assert!(
+            ttl <= detail_ttl,
+            "{code} is kept {ttl} s, longer than the detail's {detail_ttl} s"
+        );
+        for key in ["ResponsePagePath", "ResponseCode"] {
+            assert!(
+                response.get(key).is_none(),
+                "{code}: {key} would replace the API's own error answer"
+            );
+        }
+    }
+}
