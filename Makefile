@@ -9,7 +9,7 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 
 .PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
-        schemathesis sam-local sam-invoke deploy
+        schemathesis sam-local sam-invoke deploy destroy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -107,6 +107,10 @@ sam-invoke: ## sam local invoke while make sam-local runs: make sam-invoke FN=Or
 deploy: ## sam deploy of what sam-build built, with its Architecture: make deploy ENV=dev|prod
 	@test -n "$(ENV)" || { echo "usage: make deploy ENV=dev|prod" >&2; exit 2; }
 	@infra/deploy.sh $(ENV)
+
+destroy: ## delete the stack of ENV, after emptying its buckets (sam delete alone fails on them): make destroy ENV=dev|prod
+	@test -n "$(ENV)" || { echo "usage: make destroy ENV=dev|prod" >&2; exit 2; }
+	@infra/destroy.sh $(ENV)
 
 sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
 	@infra/sam-build.sh $(ARCH)

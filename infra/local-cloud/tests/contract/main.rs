@@ -17,4 +17,5 @@ mod policies;
 mod sam_local;
 mod shop;
 mod support;
+mod teardown;
 mod template;
