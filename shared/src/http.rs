@@ -393,7 +393,10 @@ mod tests {
     #[derive(serde::Deserialize, Debug)]
     #[serde(deny_unknown_fields)]
     struct Sample {
-        #[allow(dead_code)]
+        #[expect(
+            dead_code,
+            reason = "the body's one required field: only whether it parses is checked"
+        )]
         name: String,
     }
 

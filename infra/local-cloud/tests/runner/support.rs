@@ -1,5 +1,4 @@
 //! What the runner's tests share.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 

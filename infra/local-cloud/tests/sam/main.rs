@@ -16,7 +16,7 @@
 //! order, and of the outbox relay with the follow's outbox item as a stream record publishes
 //! the follow event; a malformed event gets the function's error back.
 
-#[path = "../e2e/support.rs"]
+#[path = "../e2e/support/api.rs"]
 mod support;
 
 use app::events::Envelope;
