@@ -7,6 +7,19 @@ SHELL := /bin/bash
 # nextest runs every test in its own process; plain `cargo test` works too where it's missing.
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
+# A compiler cache shared by every clone on this machine, when sccache is installed (it is not
+# required: `cargo install sccache --locked --no-default-features` adds it). A fresh clone then
+# takes the dependencies' compiled crates (the AWS SDK, tokio, ...) from the cache, for clippy,
+# the debug build and the release build of `sam build` alike; the workspace's own crates and
+# every function's LTO link are still compiled. SCCACHE=off, or a RUSTC_WRAPPER of your own,
+# leaves it out. The cache lives in sccache's own directory (~/.cache/sccache), bounded below.
+SCCACHE_BIN := $(if $(filter off,$(SCCACHE)),,$(shell command -v sccache 2>/dev/null))
+ifneq ($(SCCACHE_BIN),)
+export RUSTC_WRAPPER ?= $(SCCACHE_BIN)
+export SCCACHE_CACHE_SIZE ?= 6G
+export SCCACHE_IDLE_TIMEOUT ?= 120
+endif
+
 .PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
         schemathesis sam-local sam-invoke deploy destroy
@@ -37,7 +50,9 @@ check: ## the fast tier, no emulator: format, clippy, unit and contract tests (a
 	@infra/steps.sh \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
-	  "unit and contract tests (no emulator)|$(NEXTEST) --workspace --lib --bins && $(NEXTEST) -p local-cloud --test contract"
+	  "unit and contract tests (no emulator)|$(NEXTEST) --workspace --lib && $(NEXTEST) -p local-cloud -p plot --bins && $(NEXTEST) -p local-cloud --test contract"
+# (Only the runner's and plot's binaries have unit tests: a function's main.rs holds no logic,
+# and a test harness per function would cost a link of the whole SDK each.)
 
 fmt: ## format the code
 	cargo fmt --all
