@@ -199,6 +199,7 @@ mod tests {
             &groups,
             std::time::Duration::from_secs(60),
         )
+        .unwrap()
     }
 
     #[test]
@@ -233,7 +234,8 @@ mod tests {
             "mallory",
             &["admin".to_owned()],
             std::time::Duration::from_secs(60),
-        );
+        )
+        .unwrap();
         for request in [
             request_with_authorizer(json!(null)),
             request_with_bearer(&forged),

@@ -7,12 +7,14 @@
 //! read the claims it verified ([`crate::auth`]). The runner's authorizer
 //! (`infra/local-cloud`) verifies these tokens the same way for `make dev`, and the functions
 //! verify them themselves only where SAM CLI runs them, since it runs no JWT authorizer.
+//!
+//! The signing and the signature check are `jsonwebtoken`'s, on aws-lc-rs (the crypto the
+//! SDK's TLS already builds); this module chooses what is accepted (HS256 only, `exp`
+//! required, no leeway, the caller's clock) and says why a token is refused.
 
-use base64::Engine as _;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use hmac::{Hmac, KeyInit, Mac};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::{Map, Value, json};
-use sha2::Sha256;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The secret the runner uses when `LOCAL_JWT_SECRET` is not set. It is **not a secret**: it
@@ -38,65 +40,45 @@ pub enum JwtError {
     UnsupportedAlgorithm,
 }
 
-// Tokens are unpadded base64url (RFC 7515), but some tools pad them; accept both.
-const B64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::URL_SAFE,
-    GeneralPurposeConfig::new()
-        .with_encode_padding(false)
-        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
+/// Why a token could not be signed: an empty secret (HMAC keys of no bytes are refused), or
+/// the JWT library's own reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot sign a local token: {0}")]
+pub struct SignError(String);
 
-/// `{"alg":"HS256","typ":"JWT"}`, encoded once.
-const HEADER_B64: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
-
-fn mac(secret: &[u8]) -> Hmac<Sha256> {
-    <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes keys of any length")
-}
-
-/// Signs `claims` (a JSON object) into a compact HS256 token.
-pub fn sign(secret: &[u8], claims: &Value) -> String {
-    let payload = serde_json::to_vec(claims).expect("a JSON value always serializes");
-    let mut token = String::with_capacity(HEADER_B64.len() + payload.len() * 4 / 3 + 48);
-    token.push_str(HEADER_B64);
-    token.push('.');
-    B64.encode_string(&payload, &mut token);
-    let mut mac = mac(secret);
-    mac.update(token.as_bytes());
-    let signature = mac.finalize().into_bytes();
-    token.push('.');
-    B64.encode_string(signature.as_slice(), &mut token);
-    token
+/// Signs `claims` (a JSON object) into a compact HS256 token (RFC 7519: unpadded base64url
+/// parts, the header `{"typ":"JWT","alg":"HS256"}`).
+pub fn sign(secret: &[u8], claims: &Value) -> Result<String, SignError> {
+    if secret.is_empty() {
+        return Err(SignError("the secret is empty".to_owned()));
+    }
+    let key = EncodingKey::from_secret(secret).map_err(|err| SignError(err.to_string()))?;
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &key)
+        .map_err(|err| SignError(err.to_string()))
 }
 
 /// Verifies an HS256 token and answers its claims. `exp` is required, `nbf` honoured when
-/// present; both are compared with `now_unix` (seconds) without leeway.
+/// present; both are compared with `now_unix` (seconds) without leeway, here rather than by
+/// the library (which reads the system clock and allows a minute), so that a caller and its
+/// tests decide what "now" is. `aud` is not checked: local tokens have none.
 pub fn verify(secret: &[u8], token: &str, now_unix: i64) -> Result<Map<String, Value>, JwtError> {
-    let mut parts = token.split('.');
-    let (Some(header), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(JwtError::Malformed);
-    };
+    // No token carries a valid signature under an empty secret.
+    let key = DecodingKey::from_secret(secret).map_err(|_| JwtError::BadSignature)?;
+    // Only HS256 is accepted, checked before the signature, so that `alg: none` (or RS256
+    // signed with the secret as a "public key") can never be accepted.
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    validation.required_spec_claims.clear();
+    let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+        .map_err(|err| match err.kind() {
+            ErrorKind::InvalidSignature => JwtError::BadSignature,
+            ErrorKind::InvalidAlgorithm => JwtError::UnsupportedAlgorithm,
+            _ if names_another_algorithm(token) => JwtError::UnsupportedAlgorithm,
+            _ => JwtError::Malformed,
+        })?
+        .claims;
 
-    #[derive(serde::Deserialize)]
-    struct Header {
-        alg: String,
-    }
-    let decoded: Header = decode_json(header)?;
-    // Checked before the signature so that `alg: none` (or RS256 signed with the secret as a
-    // "public key") can never be accepted, whatever the signature part holds.
-    if decoded.alg != "HS256" {
-        return Err(JwtError::UnsupportedAlgorithm);
-    }
-    let signature = B64.decode(signature).map_err(|_| JwtError::Malformed)?;
-    let signed = &token[..header.len() + 1 + payload.len()];
-    let mut mac = mac(secret);
-    mac.update(signed.as_bytes());
-    // `verify_slice` compares in constant time.
-    mac.verify_slice(&signature)
-        .map_err(|_| JwtError::BadSignature)?;
-
-    let claims: Map<String, Value> = decode_json(payload)?;
     let exp = numeric_date(claims.get("exp"))?.ok_or(JwtError::Malformed)?;
     if now_unix as f64 >= exp {
         return Err(JwtError::Expired);
@@ -109,9 +91,31 @@ pub fn verify(secret: &[u8], token: &str, now_unix: i64) -> Result<Map<String, V
     Ok(claims)
 }
 
+/// Whether a token the library could not read has a header naming an algorithm other than
+/// HS256 (`none`, which the library has no name for): refused as unsupported, not malformed,
+/// so that the gateway's `error_description` says why.
+fn names_another_algorithm(token: &str) -> bool {
+    use base64::Engine as _;
+    #[derive(serde::Deserialize)]
+    struct Header {
+        alg: String,
+    }
+    let header = token.split('.').next().unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .ok()
+        .and_then(|json| serde_json::from_slice::<Header>(&json).ok())
+        .is_some_and(|header| header.alg != "HS256")
+}
+
 /// A token for a local user: `sub`, `cognito:groups` (as Cognito puts it, when non-empty),
 /// `iat`, `exp`, `iss` and `token_use` like a Cognito access token.
-pub fn local_token(secret: &[u8], sub: &str, groups: &[String], ttl: Duration) -> String {
+pub fn local_token(
+    secret: &[u8],
+    sub: &str,
+    groups: &[String],
+    ttl: Duration,
+) -> Result<String, SignError> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -129,11 +133,6 @@ pub fn local_token(secret: &[u8], sub: &str, groups: &[String], ttl: Duration) -
     sign(secret, &claims)
 }
 
-fn decode_json<T: serde::de::DeserializeOwned>(part: &str) -> Result<T, JwtError> {
-    let bytes = B64.decode(part).map_err(|_| JwtError::Malformed)?;
-    serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)
-}
-
 /// A NumericDate claim (seconds, possibly fractional); absent is `None`, anything else that is
 /// not a number makes the token malformed.
 fn numeric_date(value: Option<&Value>) -> Result<Option<f64>, JwtError> {
@@ -146,9 +145,20 @@ fn numeric_date(value: Option<&Value>) -> Result<Option<f64>, JwtError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     const SECRET: &[u8] = b"test-secret";
     const NOW: i64 = 1_700_000_000;
+
+    /// `header.payload.signature` with the signature computed here, not by the library.
+    fn signed_by_hand(header: &str, payload: &[u8]) -> String {
+        use hmac::{KeyInit, Mac};
+        let signed = format!("{header}.{}", B64.encode(payload));
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(SECRET).unwrap();
+        mac.update(signed.as_bytes());
+        format!("{signed}.{}", B64.encode(mac.finalize().into_bytes()))
+    }
 
     fn claims(exp: i64) -> Value {
         json!({"sub": "alice", "exp": exp, "cognito:groups": ["admin", "ops"]})
@@ -156,7 +166,7 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let token = sign(SECRET, &claims(NOW + 60));
+        let token = sign(SECRET, &claims(NOW + 60)).unwrap();
         let verified = verify(SECRET, &token, NOW).unwrap();
         assert_eq!(verified["sub"], "alice");
         assert_eq!(verified["cognito:groups"], json!(["admin", "ops"]));
@@ -169,7 +179,8 @@ mod tests {
             "bob",
             &["admin".to_owned()],
             Duration::from_secs(60),
-        );
+        )
+        .unwrap();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
@@ -180,14 +191,14 @@ mod tests {
         assert_eq!(verified["iss"], LOCAL_ISSUER);
         assert_eq!(verified["token_use"], "access");
 
-        let no_groups = local_token(SECRET, "bob", &[], Duration::from_secs(60));
+        let no_groups = local_token(SECRET, "bob", &[], Duration::from_secs(60)).unwrap();
         let verified = verify(SECRET, &no_groups, now).unwrap();
         assert!(!verified.contains_key("cognito:groups"));
     }
 
     #[test]
     fn tampered_payload_is_refused() {
-        let token = sign(SECRET, &claims(NOW + 60));
+        let token = sign(SECRET, &claims(NOW + 60)).unwrap();
         let mut parts: Vec<&str> = token.split('.').collect();
         let forged = B64.encode(br#"{"sub":"mallory","exp":99999999999}"#);
         parts[1] = &forged;
@@ -199,28 +210,28 @@ mod tests {
 
     #[test]
     fn wrong_secret_is_refused() {
-        let token = sign(b"another-secret", &claims(NOW + 60));
+        let token = sign(b"another-secret", &claims(NOW + 60)).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::BadSignature));
     }
 
     #[test]
     fn expired_is_refused() {
-        let token = sign(SECRET, &claims(NOW));
+        let token = sign(SECRET, &claims(NOW)).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::Expired));
         assert!(verify(SECRET, &token, NOW - 1).is_ok());
     }
 
     #[test]
     fn missing_exp_is_refused() {
-        let token = sign(SECRET, &json!({"sub": "alice"}));
+        let token = sign(SECRET, &json!({"sub": "alice"})).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::Malformed));
-        let token = sign(SECRET, &json!({"sub": "alice", "exp": "tomorrow"}));
+        let token = sign(SECRET, &json!({"sub": "alice", "exp": "tomorrow"})).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::Malformed));
     }
 
     #[test]
     fn not_before_is_honoured() {
-        let token = sign(SECRET, &json!({"exp": NOW + 60, "nbf": NOW + 10}));
+        let token = sign(SECRET, &json!({"exp": NOW + 60, "nbf": NOW + 10})).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::NotYetValid));
         assert!(verify(SECRET, &token, NOW + 10).is_ok());
     }
@@ -259,20 +270,38 @@ mod tests {
             );
         }
         // A valid signature over a payload that is not an object, or not JSON.
-        let token = sign(SECRET, &json!([1, 2]));
+        let token = sign(SECRET, &json!([1, 2])).unwrap();
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::Malformed));
-        let signed = format!("{HEADER_B64}.{}", B64.encode("not json"));
-        let mut mac = mac(SECRET);
-        mac.update(signed.as_bytes());
-        let token = format!("{signed}.{}", B64.encode(mac.finalize().into_bytes()));
+        let header = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let token = signed_by_hand(&header, b"not json");
         assert_eq!(verify(SECRET, &token, NOW), Err(JwtError::Malformed));
     }
 
     #[test]
-    fn header_constant_matches_its_json() {
-        assert_eq!(
-            B64.decode(HEADER_B64).unwrap(),
-            br#"{"alg":"HS256","typ":"JWT"}"#
-        );
+    fn a_token_is_three_unpadded_base64url_parts_with_the_hs256_header() {
+        let token = sign(SECRET, &claims(NOW + 60)).unwrap();
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3, "{token}");
+        assert!(!token.contains(['=', '+', '/']), "{token}");
+        let header: Value = serde_json::from_slice(&B64.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(header, json!({"alg": "HS256", "typ": "JWT"}));
+        let payload: Value = serde_json::from_slice(&B64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(payload, claims(NOW + 60));
+    }
+
+    #[test]
+    fn a_token_signed_elsewhere_by_hand_is_accepted() {
+        // As the Artillery scenarios' auth.js makes them: its own header bytes, HMAC-SHA256
+        // over `header.payload`.
+        let header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
+        let token = signed_by_hand(header, claims(NOW + 60).to_string().as_bytes());
+        assert_eq!(verify(SECRET, &token, NOW).unwrap()["sub"], "alice");
+    }
+
+    #[test]
+    fn an_empty_secret_signs_nothing_and_verifies_nothing() {
+        assert!(sign(b"", &claims(NOW + 60)).is_err());
+        let token = sign(SECRET, &claims(NOW + 60)).unwrap();
+        assert_eq!(verify(b"", &token, NOW), Err(JwtError::BadSignature));
     }
 }

@@ -151,7 +151,7 @@ impl StackArgs {
             address,
             instances: instances.max(1),
             binaries_dir,
-            jwt_secret: jwt_secret(),
+            jwt_secret: jwt::secret_from_env(),
             log_invocations: !quiet,
             account_id: self.account_id,
             function_env: cloud::function_env_from_process(),
@@ -177,12 +177,6 @@ fn parse_switch(raw: &str) -> Result<bool, String> {
     }
 }
 
-fn jwt_secret() -> Vec<u8> {
-    std::env::var("LOCAL_JWT_SECRET")
-        .unwrap_or_else(|_| jwt::DEFAULT_LOCAL_SECRET.to_owned())
-        .into_bytes()
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -205,11 +199,11 @@ async fn main() -> anyhow::Result<()> {
                 .map(str::to_owned)
                 .collect();
             let token = jwt::local_token(
-                &jwt_secret(),
+                &jwt::secret_from_env(),
                 &sub,
                 &groups,
                 Duration::from_secs(ttl_seconds),
-            );
+            )?;
             println!("{token}");
             Ok(())
         }
@@ -280,7 +274,7 @@ async fn main() -> anyhow::Result<()> {
                 "sam-check",
                 &["admin".to_owned()],
                 Duration::from_secs(600),
-            );
+            )?;
             let cloud = LocalCloud::start(options).await?;
             println!(
                 "{} functions started on http://{}",

@@ -205,7 +205,18 @@ fn signed_in(secret: &[u8], sign_in: &SignIn, json: bool) -> Response<Full<Bytes
     } else {
         Vec::new()
     };
-    let token = crate::jwt::local_token(secret, &sign_in.user, &groups, TTL);
+    let token = match crate::jwt::local_token(secret, &sign_in.user, &groups, TTL) {
+        Ok(token) => token,
+        // The runner's secret is never empty (an empty LOCAL_JWT_SECRET is the default one),
+        // but a runner embedded with one answers why rather than panicking.
+        Err(err) if json => {
+            return json_answer(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({ "message": err.to_string() }),
+            );
+        }
+        Err(err) => return page(StatusCode::INTERNAL_SERVER_ERROR, refused(&err.to_string())),
+    };
     if let Some(back_to) = &sign_in.back_to {
         let mut response = page(StatusCode::SEE_OTHER, String::new());
         let location = match &sign_in.state {

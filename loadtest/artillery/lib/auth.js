@@ -30,7 +30,7 @@ const { forEachLimited } = require('./common');
 const DEFAULT_LOCAL_SECRET = 'local-cloud-dev-secret'; // not a secret: see jwt.rs
 const LOCAL_ISSUER = 'local-cloud';
 const TOKEN_TTL_SECONDS = 3600;
-// {"alg":"HS256","typ":"JWT"}, the same bytes as jwt.rs's HEADER_B64.
+// {"alg":"HS256","typ":"JWT"}: the runner (jsonwebtoken) accepts any HS256 header.
 const HEADER_B64 = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9';
 const ADMIN_GROUP = 'admin';
 

@@ -252,7 +252,7 @@ async fn part2(
     stack: &str,
     fixture: &Arc<scenarios::Fixture>,
 ) -> anyhow::Result<report::Part2> {
-    let tokens = Arc::new(throughput::Tokens::mint());
+    let tokens = Arc::new(throughput::Tokens::mint()?);
     let runner = throughput::runner_program(&args.binaries_dir);
     let env = base_env(args);
     // From the whole template: `--only` narrows what is measured, not what runs.

@@ -205,22 +205,21 @@ pub struct Throughput {
 pub struct Tokens(HashMap<String, String>);
 
 impl Tokens {
-    pub fn mint() -> Self {
-        let secret = std::env::var("LOCAL_JWT_SECRET")
-            .unwrap_or_else(|_| local_cloud::jwt::DEFAULT_LOCAL_SECRET.to_owned())
-            .into_bytes();
+    pub fn mint() -> anyhow::Result<Self> {
+        let secret = local_cloud::jwt::secret_from_env();
         let ttl = Duration::from_secs(3 * 3600);
         let mut tokens = HashMap::new();
-        let mut add = |sub: String, groups: &[String]| {
-            let token = local_cloud::jwt::local_token(&secret, &sub, groups, ttl);
+        let mut add = |sub: String, groups: &[String]| -> anyhow::Result<()> {
+            let token = local_cloud::jwt::local_token(&secret, &sub, groups, ttl)?;
             tokens.insert(sub, token);
+            Ok(())
         };
         for i in 0..USERS {
-            add(format!("user-{i:05}"), &[]);
+            add(format!("user-{i:05}"), &[])?;
         }
-        add(ORDER_OWNER.to_owned(), &[]);
-        add(ADMIN.to_owned(), &["admin".to_owned()]);
-        Self(tokens)
+        add(ORDER_OWNER.to_owned(), &[])?;
+        add(ADMIN.to_owned(), &["admin".to_owned()])?;
+        Ok(Self(tokens))
     }
 }
 

@@ -48,11 +48,11 @@ async fn main() -> anyhow::Result<()> {
     let ttl = Duration::from_secs(3 * 3600);
     let run = format!("{:x}", OffsetDateTime::now_utc().unix_timestamp());
 
-    let admin = local_cloud::jwt::local_token(secret, "storm-ops", &["admin".to_owned()], ttl);
+    let admin = local_cloud::jwt::local_token(secret, "storm-ops", &["admin".to_owned()], ttl)?;
     let tokens: Arc<Vec<String>> = Arc::new(
         (0..args.users)
             .map(|u| local_cloud::jwt::local_token(secret, &user_name(&run, u), &[], ttl))
-            .collect(),
+            .collect::<Result<_, _>>()?,
     );
 
     let sale_id = create_sale(&target, &admin, args.stock).await?;

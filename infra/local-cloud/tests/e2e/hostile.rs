@@ -102,6 +102,7 @@ pub(crate) fn user_token(sub: &str, groups: &[&str]) -> String {
         &groups,
         Duration::from_secs(600),
     )
+    .unwrap()
 }
 
 fn now_unix() -> u64 {
@@ -483,7 +484,7 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
         json!({"sub": "mallory", "iat": now - 7200, "exp": exp, "iss": LOCAL_ISSUER,
                "token_use": "access", "cognito:groups": ["admin"]})
     };
-    let valid = sign(secret, &claims(now + 600));
+    let valid = sign(secret, &claims(now + 600)).unwrap();
     let (payload, signature) = valid.rsplit_once('.').unwrap();
     let tampered_signature = format!("{payload}.{}", signature.chars().rev().collect::<String>());
     let refused: Vec<(&str, Option<String>)> = vec![
@@ -494,10 +495,15 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
         ("another scheme", Some(format!("Basic {valid}"))),
         (
             "signed with another secret",
-            Some(bearer(&sign(b"not the secret", &claims(now + 600)))),
+            Some(bearer(
+                &sign(b"not the secret", &claims(now + 600)).unwrap(),
+            )),
         ),
         ("a tampered signature", Some(bearer(&tampered_signature))),
-        ("expired", Some(bearer(&sign(secret, &claims(now - 60))))),
+        (
+            "expired",
+            Some(bearer(&sign(secret, &claims(now - 60)).unwrap())),
+        ),
         (
             "unsigned (alg none)",
             Some(bearer(&{
@@ -571,7 +577,7 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
     assert_eq!(status, 404, "an unpublished draft is invisible");
 
     // A verified token whose subject cannot be a user id is refused by the function.
-    let odd = bearer(&local_token(secret, "a#b", &[], Duration::from_secs(60)));
+    let odd = bearer(&local_token(secret, "a#b", &[], Duration::from_secs(60)).unwrap());
     let answer = raw.send("GET", "/notifications", Some(&odd), "").await;
     assert_error(&answer, 401, "UNAUTHENTICATED", "bearer token", "sub a#b");
     cloud.stop().await;

@@ -199,7 +199,7 @@ async fn fixation(
         "mallory",
         &[],
         Duration::from_secs(600),
-    );
+    )?;
     let ops = Api::admin(cloud, "ops");
     let sale = published_sale(&ops, "Bait", 5, time::Duration::minutes(-1)).await;
     let order = Api::with_token(base, &mallory).place_order(&sale).await;

@@ -230,7 +230,7 @@ impl Api {
 
 pub(crate) fn token(sub: &str, groups: &[&str]) -> String {
     let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
-    jwt::local_token(SECRET, sub, &groups, Duration::from_secs(300))
+    jwt::local_token(SECRET, sub, &groups, Duration::from_secs(300)).unwrap()
 }
 
 fn now() -> i64 {
@@ -334,9 +334,9 @@ async fn authorizer_refuses_bad_tokens_without_invoking() {
     assert_eq!(missing.json(), json!({"message": "Unauthorized"}));
     assert_eq!(missing.headers["www-authenticate"], "Bearer");
 
-    let expired = jwt::sign(SECRET, &json!({"sub": "alice", "exp": now() - 10}));
+    let expired = jwt::sign(SECRET, &json!({"sub": "alice", "exp": now() - 10})).unwrap();
     let wrong_secret =
-        jwt::local_token(b"some-other-secret", "alice", &[], Duration::from_secs(300));
+        jwt::local_token(b"some-other-secret", "alice", &[], Duration::from_secs(300)).unwrap();
     for (token, description) in [
         ("not-a-jwt", "malformed"),
         ("a.b.c", "malformed"),

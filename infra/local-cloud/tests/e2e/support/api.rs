@@ -25,6 +25,7 @@ pub(super) fn token_of(user: &str, groups: &[String]) -> String {
         groups,
         Duration::from_secs(600),
     )
+    .expect("the development secret signs")
 }
 
 /// An API client for one user.
