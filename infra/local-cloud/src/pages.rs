@@ -3,7 +3,14 @@
 //! static pages (the project's `shop/` directory beside the template, what the cloud's deploy
 //! step syncs) with a `shop/config.json` that points sign-in at the development sign-in, and
 //! answers `GET /shop/...` from the bucket, before any API route (no route uses `/shop/`).
-//! Sale pages that publish-sale writes to the bucket are served the same way.
+//! Sale pages that the page writer stores in the bucket are served the same way.
+//!
+//! As the distribution does: its viewer-request function (`ShopIndexFunction` in the
+//! template, ported here as [`viewer_request`]; a contract test runs the template's code with
+//! node against it) gives a URI ending in `/` its `index.html` and redirects `/shop` to
+//! `/shop/`; the rest is the object of the URI's key as S3 answers it behind an origin access
+//! control without `s3:ListBucket`: a key that does not exist is a 403 `AccessDenied`, not a
+//! 404, and there is no index document of S3's own.
 //!
 //! Every answer of the site, a page's or the API's, carries [`SECURITY_HEADERS`], the
 //! headers the distribution's response headers policy (`ShopSecurityHeadersPolicy`) adds in
@@ -12,7 +19,9 @@
 use anyhow::Context as _;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{
+    ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION,
+};
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 use std::path::{Path, PathBuf};
@@ -138,9 +147,9 @@ impl Pages {
         Ok(())
     }
 
-    /// The answer to `method` on `path` (a page's path, [`is_page`]): the object of key
-    /// `path` without its leading `/` (`index.html` for a directory), with its content type;
-    /// a 404 that says so for a missing one.
+    /// The answer to `method` on `path` (a page's path, [`is_page`]) as the distribution
+    /// gives it: the viewer-request function's redirect, or the object of the key its URI
+    /// names, with its content type; S3's 403 for a key that does not exist.
     pub(crate) async fn respond(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
         if method != Method::GET && method != Method::HEAD {
             let mut response = text(
@@ -152,7 +161,10 @@ impl Pages {
                 .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
             return response;
         }
-        let key = object_key(path);
+        let key = match viewer_request(path) {
+            ViewerRequest::Redirect(location) => return redirect(&location),
+            ViewerRequest::Origin(uri) => object_key(&uri),
+        };
         let answer = self
             .s3
             .get_object()
@@ -163,10 +175,7 @@ impl Pages {
         let object = match answer {
             Ok(object) => object,
             Err(err) if err.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
-                return text(
-                    StatusCode::NOT_FOUND,
-                    format!("Not Found: there is no page at {}", shown(path)),
-                );
+                return access_denied(method);
             }
             Err(err) => {
                 tracing::warn!(error = %aws_sdk_s3::error::DisplayErrorContext(&err), key, "GetObject failed");
@@ -207,14 +216,60 @@ impl Pages {
     }
 }
 
-/// The bucket key of a page's path: `/shop/a` is `shop/a`, `/shop/` is `shop/index.html`.
-pub(crate) fn object_key(path: &str) -> String {
-    let key = path.trim_start_matches('/');
-    if key == "shop" || key.ends_with('/') {
-        format!("{}/index.html", key.trim_end_matches('/'))
-    } else {
-        key.to_owned()
+/// What the distribution's viewer-request function of the pages does with a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ViewerRequest {
+    /// Answers a 301 to this location, without asking the bucket.
+    Redirect(String),
+    /// Asks the bucket for the object of this URI.
+    Origin(String),
+}
+
+/// `ShopIndexFunction` of the template, for a request's URI: `/shop` is redirected to
+/// `/shop/`, a URI ending in `/` gets `index.html`, any other goes to the bucket as it is.
+pub fn viewer_request(uri: &str) -> ViewerRequest {
+    if uri == "/shop" {
+        return ViewerRequest::Redirect(PREFIX.to_owned());
     }
+    if uri.ends_with('/') {
+        ViewerRequest::Origin(format!("{uri}index.html"))
+    } else {
+        ViewerRequest::Origin(uri.to_owned())
+    }
+}
+
+/// The bucket key of a URI the bucket is asked for: the URI without its leading `/`, as the
+/// distribution's S3 origin takes it (`/shop/` would be the key `shop/`, which no object has).
+pub(crate) fn object_key(uri: &str) -> String {
+    uri.trim_start_matches('/').to_owned()
+}
+
+/// The function's redirect.
+fn redirect(location: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(LOCATION, value);
+    }
+    response
+}
+
+/// What S3 answers for a key that does not exist when the reader may not list the bucket
+/// (the distribution's origin access control has `s3:GetObject` only).
+fn access_denied(method: &Method) -> Response<Full<Bytes>> {
+    let body = if method == Method::HEAD {
+        Bytes::new()
+    } else {
+        Bytes::from_static(
+            b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
+        )
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    response
 }
 
 /// The files under `dir`, with their paths relative to `root` (`/`-separated), but the
@@ -236,14 +291,6 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(PathBuf, String)>) -> std::
         }
     }
     Ok(())
-}
-
-fn shown(path: &str) -> String {
-    let mut shown: String = path.chars().take(200).collect();
-    if shown.len() < path.len() {
-        shown.push('…');
-    }
-    shown
 }
 
 fn text(status: StatusCode, message: String) -> Response<Full<Bytes>> {
@@ -284,11 +331,21 @@ mod tests {
     }
 
     #[test]
-    fn a_path_is_its_key_and_a_directory_its_index() {
-        assert_eq!(object_key("/shop/sales/abc"), "shop/sales/abc");
-        assert_eq!(object_key("/shop/checkout.html"), "shop/checkout.html");
-        assert_eq!(object_key("/shop/"), "shop/index.html");
-        assert_eq!(object_key("/shop"), "shop/index.html");
+    fn a_directory_is_its_index_and_shop_goes_to_shop_slash() {
+        let origin = |uri: &str| ViewerRequest::Origin(uri.to_owned());
+        assert_eq!(viewer_request("/shop/sales/abc"), origin("/shop/sales/abc"));
+        assert_eq!(viewer_request("/shop/"), origin("/shop/index.html"));
+        assert_eq!(
+            viewer_request("/shop/sales/"),
+            origin("/shop/sales/index.html")
+        );
+        assert_eq!(
+            viewer_request("/shop"),
+            ViewerRequest::Redirect("/shop/".to_owned())
+        );
+        // Without the function, /shop/ would be the key shop/, which S3 denies.
+        assert_eq!(object_key("/shop/"), "shop/");
+        assert_eq!(object_key("/shop/index.html"), "shop/index.html");
     }
 
     #[test]

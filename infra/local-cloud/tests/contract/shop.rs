@@ -471,3 +471,183 @@ fn no_error_is_cached_longer_than_the_routes_own_answer() {
         }
     }
 }
+
+/// The viewer-request function both page behaviours (`/shop` and `/shop/*`) run, by logical
+/// id: the same one for both.
+fn page_function() -> String {
+    let config = &resource("ShopDistribution")["Properties"]["DistributionConfig"];
+    let behaviours = config["CacheBehaviors"].as_sequence().unwrap();
+    let mut functions = Vec::new();
+    for pattern in ["/shop", "/shop/*"] {
+        let behaviour = behaviours
+            .iter()
+            .find(|b| b["PathPattern"] == pattern)
+            .unwrap_or_else(|| panic!("no behaviour for {pattern}"));
+        assert_eq!(behaviour["TargetOriginId"], "pages", "{pattern}");
+        let associations = behaviour["FunctionAssociations"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{pattern}: no viewer-request function"));
+        let viewer: Vec<&Value> = associations
+            .iter()
+            .filter(|a| a["EventType"] == "viewer-request")
+            .collect();
+        assert_eq!(viewer.len(), 1, "{pattern}: {associations:?}");
+        let arn = text(&viewer[0]["FunctionARN"]);
+        let id = arn
+            .strip_prefix("!GetAtt ")
+            .and_then(|a| a.strip_suffix(".FunctionARN"))
+            .unwrap_or_else(|| panic!("{pattern}: {arn}"))
+            .to_owned();
+        functions.push(id);
+    }
+    assert_eq!(functions[0], functions[1], "one function for both");
+    functions.remove(0)
+}
+
+/// What the template's function does to each URI, run by node (CloudFront Functions are
+/// JavaScript): the URI it sends to the bucket, or the location it redirects to.
+fn run_page_function(uris: &[&str]) -> Vec<local_cloud::pages::ViewerRequest> {
+    let function = resource(&page_function());
+    assert_eq!(function["Type"], "AWS::CloudFront::Function");
+    let properties = &function["Properties"];
+    assert_eq!(properties["FunctionConfig"]["Runtime"], "cloudfront-js-2.0");
+    assert_eq!(
+        properties["AutoPublish"], true,
+        "published, or the edge runs none"
+    );
+    let code = properties["FunctionCode"].as_str().expect("inline code");
+    let script = format!(
+        "{code}\nconst uris = {uris};\nconsole.log(JSON.stringify(uris.map(function (uri) {{\n\
+         var event = {{version: '1.0', context: {{eventType: 'viewer-request'}}, viewer: {{ip: '192.0.2.1'}},\n\
+           request: {{method: 'GET', uri: uri, querystring: {{}}, headers: {{}}, cookies: {{}}}}}};\n\
+         var answer = handler(event);\n\
+         return answer.statusCode\n\
+           ? {{status: answer.statusCode, location: answer.headers.location.value}}\n\
+           : {{uri: answer.uri}};\n\
+         }})));",
+        uris = serde_json::to_string(uris).unwrap()
+    );
+    let output = std::process::Command::new("node")
+        .arg("-e")
+        .arg(&script)
+        .output()
+        .expect("node runs the distribution's function (Node.js is a test dependency)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answers: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    answers
+        .into_iter()
+        .map(|answer| match answer["uri"].as_str() {
+            Some(uri) => local_cloud::pages::ViewerRequest::Origin(uri.to_owned()),
+            None => {
+                assert_eq!(answer["status"], 301, "{answer}");
+                local_cloud::pages::ViewerRequest::Redirect(
+                    answer["location"].as_str().unwrap().to_owned(),
+                )
+            }
+        })
+        .collect()
+}
+
+/// S3 behind an origin access control has no index document: the distribution's function
+/// gives a directory's URI its `index.html` (and sends `/shop` to `/shop/`). The runner serves
+/// the pages through its port of that function, so the local tests see `/shop/` as the
+/// cloud serves it; here the template's own code, run by node, and the port agree.
+#[test]
+fn the_runner_rewrites_page_uris_as_the_distributions_function_does() {
+    let uris = [
+        "/shop",
+        "/shop/",
+        "/shop/index.html",
+        "/shop/checkout.html",
+        "/shop/sales/0190d4b2-0000-7000-8000-000000000000",
+        "/shop/sales/",
+        "/shop/a/b/",
+        "/shop//",
+        "/shop/shop.css",
+    ];
+    let cloud = run_page_function(&uris);
+    for (uri, cloud) in uris.iter().zip(cloud) {
+        assert_eq!(local_cloud::pages::viewer_request(uri), cloud, "{uri}");
+    }
+    assert_eq!(
+        local_cloud::pages::viewer_request("/shop/"),
+        local_cloud::pages::ViewerRequest::Origin("/shop/index.html".to_owned())
+    );
+}
+
+/// The key a page URI ends at in the bucket, following the function's redirect once.
+fn served_key(uri: &str) -> String {
+    use local_cloud::pages::{ViewerRequest, viewer_request};
+    let path = uri.split(['?', '#']).next().unwrap();
+    let origin = match viewer_request(path) {
+        ViewerRequest::Redirect(location) => match viewer_request(&location) {
+            ViewerRequest::Origin(origin) => origin,
+            ViewerRequest::Redirect(again) => panic!("{uri}: redirected twice, to {again}"),
+        },
+        ViewerRequest::Origin(origin) => origin,
+    };
+    origin.trim_start_matches('/').to_owned()
+}
+
+/// Every way into the pages lands on an object the deploy step uploads: the `ShopUrl`
+/// output, the sign-in client's callback and logout URLs, every page's links and the
+/// callback's way back (S3 answers any other key 403).
+#[test]
+fn every_way_into_the_pages_lands_on_an_uploaded_object() {
+    let template = yaml("template.yaml");
+    let mut uris: Vec<String> = Vec::new();
+    let shop_url = text(&template["Outputs"]["ShopUrl"]["Value"]);
+    uris.push(shop_url.split("}").last().unwrap().to_owned());
+    let client = &template["Resources"]["ShopClient"]["Properties"];
+    for key in ["CallbackURLs", "LogoutURLs"] {
+        for url in client[key].as_sequence().unwrap() {
+            // !If [HasShopDomain, !Sub https://${ShopDomain}/shop/..., http://localhost/shop/...]
+            for choice in text(url).split_whitespace().skip(2) {
+                let path = choice
+                    .split_once("/shop")
+                    .map(|(_, rest)| format!("/shop{rest}"));
+                uris.extend(path);
+            }
+        }
+    }
+    let pages = crate::support::root().join("shop");
+    for entry in std::fs::read_dir(&pages).unwrap() {
+        let path = entry.unwrap().path();
+        let ext = path.extension().and_then(|e| e.to_str());
+        if !matches!(ext, Some("html" | "js")) {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        for quote in ['"', '\''] {
+            for piece in source.split(quote).skip(1).step_by(2) {
+                if piece.starts_with("/shop")
+                    && !piece.contains(['$', '{', ' '])
+                    && !piece.contains("//")
+                {
+                    uris.push(piece.to_owned());
+                }
+            }
+        }
+    }
+    assert!(uris.len() > 10, "{uris:?}");
+    assert!(uris.iter().any(|u| u == "/shop/"), "{uris:?}");
+    for uri in &uris {
+        let key = served_key(uri);
+        let Some(file) = key.strip_prefix("shop/") else {
+            panic!("{uri}: key {key} is not a page's");
+        };
+        // shop/sales/ is the sale pages' prefix (a page's link appends the sale's id);
+        // config.json is written by the deploy step.
+        if uri.ends_with("/sales/") || file == "config.json" {
+            continue;
+        }
+        assert!(
+            pages.join(file).is_file() && !file.starts_with("templates/"),
+            "{uri} ends at the key {key}, which no uploaded page has: S3 answers 403"
+        );
+    }
+}

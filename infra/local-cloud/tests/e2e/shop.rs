@@ -41,7 +41,8 @@ async fn page_written(base: &str, id: &str) -> (u16, String, String) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let answer = get(base, "GET", &format!("/shop/sales/{id}")).await;
-        if answer.0 != 404 || Instant::now() > deadline {
+        // Not there yet: S3's 403 for a key that does not exist.
+        if answer.0 != 403 || Instant::now() > deadline {
             return answer;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -69,8 +70,10 @@ async fn published_sale(ops: &Api, title: &str, stock: u32, starts_in: time::Dur
 }
 
 /// The static pages and a published sale's page come from the bucket with their content
-/// types; a missing page is a 404 that says so; the pages answer only GET and HEAD; and the
-/// API's routes are untouched.
+/// types, as the distribution serves them: `/shop/` is its `index.html` (the viewer-request
+/// function's rewrite), `/shop` redirects there, and a key that does not exist is S3's 403
+/// (no index document of S3's own, no `s3:ListBucket`); the pages answer only GET and HEAD;
+/// and the API's routes are untouched.
 #[tokio::test]
 async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
     let cloud = support::start(support::options(&support::unique_stack())).await;
@@ -100,7 +103,19 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
     }
     // The page template is a source, not a page.
     let (status, _, body) = get(&base, "GET", "/shop/templates/sale.html").await;
-    assert_eq!(status, 404, "{body}");
+    assert_eq!(status, 403, "{body}");
+    // /shop has no slash: the function redirects it; a directory without an index.html is
+    // a key that does not exist.
+    let client = HttpClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let bare = client
+        .get(format!("{base}/shop").parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 301);
+    assert_eq!(bare.headers()[http::header::LOCATION], "/shop/");
+    let (status, kind, body) = get(&base, "GET", "/shop/sales/").await;
+    assert_eq!((status, kind.as_str()), (403, "application/xml"), "{body}");
+    assert!(body.contains("<Code>AccessDenied</Code>"), "{body}");
 
     let ops = Api::admin(&cloud, "ops");
     let id = published_sale(&ops, "Phone <b>X</b>", 3, time::Duration::minutes(-1)).await;
@@ -117,11 +132,8 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
 
     let missing = "/shop/sales/0190d4b2-0000-7000-8000-000000000000";
     let (status, _, message) = get(&base, "GET", missing).await;
-    assert_eq!(status, 404);
-    assert!(
-        message.contains(&format!("there is no page at {missing}")),
-        "{message}"
-    );
+    assert_eq!(status, 403);
+    assert!(message.contains("<Code>AccessDenied</Code>"), "{message}");
     let (status, _, _) = get(&base, "POST", "/shop/checkout.html").await;
     assert_eq!(status, 405);
     // Not a page: the API's answer.
@@ -420,7 +432,7 @@ async fn the_page_writer_renders_a_requested_page_from_the_table_and_stores_no_h
         get(&base, "GET", &format!("/shop/sales/{published}"))
             .await
             .0,
-        404
+        403
     );
     send("SalePageRequested", json!({"saleId": published})).await;
     let (status, _, page) = page_written(&base, &published).await;
@@ -455,7 +467,7 @@ async fn the_page_writer_renders_a_requested_page_from_the_table_and_stores_no_h
     .await;
     assert_eq!(support::queue_depth(&sqs, &queue).await, 0);
     let (status, _, body) = get(&base, "GET", &format!("/shop/sales/{draft}")).await;
-    assert_eq!(status, 404, "a draft has no page: {body}");
+    assert_eq!(status, 403, "a draft has no page: {body}");
     let (status, _, page) = get(&base, "GET", &format!("/shop/sales/{published}")).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -758,6 +770,19 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     wait_for(client, "#stock-remaining", |s| s.starts_with('2')).await?;
     wait_for(client, "#state", |s| s == "On sale now").await?;
     shot("12-units-back").await?;
+    // Back to the shop's home by the header's link, /shop/, and by its bare form, which
+    // redirects there: the distribution's function gives it its index.html.
+    client
+        .find(Locator::Css("header a[href='/shop/']"))
+        .await?
+        .click()
+        .await?;
+    wait_for(client, "h1", |h| h == "Flash sales").await?;
+    anyhow::ensure!(client.current_url().await?.path() == "/shop/");
+    client.goto(&format!("{base}/shop")).await?;
+    wait_for(client, "h1", |h| h == "Flash sales").await?;
+    anyhow::ensure!(client.current_url().await?.path() == "/shop/");
+    shot("13-shop-home").await?;
     Ok(())
 }
 
