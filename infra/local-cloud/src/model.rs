@@ -224,6 +224,9 @@ pub struct StreamSource {
     pub filters: Vec<serde_json::Value>,
     /// `-1` (or absent) is infinite, as in Lambda.
     pub maximum_retry_attempts: Option<i64>,
+    /// `MaximumRecordAgeInSeconds`: a record older than this is not delivered (again) but
+    /// reported to the on-failure destination. `-1` (or absent) is infinite, as in Lambda.
+    pub maximum_record_age_seconds: Option<i64>,
     pub bisect_batch_on_function_error: bool,
     /// `DestinationConfig.OnFailure.Destination` when it is an SQS queue: its URL.
     pub on_failure_queue_url: Option<String>,

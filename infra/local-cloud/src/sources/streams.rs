@@ -1,5 +1,7 @@
 //! The DynamoDB Streams event source: read each shard in order, filter, batch, invoke, and on
-//! errors retry, bisect and finally hand the batch to the on-failure destination.
+//! errors retry, bisect and finally hand the batch to the on-failure destination: once its
+//! retries (`MaximumRetryAttempts`) run out, or, before any delivery, for the records older
+//! than `MaximumRecordAgeInSeconds`.
 //!
 //! A shard is processed strictly in order: a failing batch holds back the records behind
 //! it until it succeeds or its retries run out, as Lambda does, so the events of one item are
@@ -212,14 +214,25 @@ impl Reader<'_> {
         Ok((next, count))
     }
 
-    /// Delivers one batch until it succeeds, or its retries run out and it goes to the
-    /// on-failure destination.
+    /// Delivers one batch until it succeeds, or its retries run out or its records grow too
+    /// old, and they go to the on-failure destination.
     async fn process(&self, shard_id: &str, events: Vec<Value>, stop: &mut Stop) {
         let mut work: VecDeque<(Vec<Value>, i64)> = VecDeque::from([(events, 0)]);
         let max_retries = self.source.maximum_retry_attempts.unwrap_or(-1);
-        while let Some((batch, retries)) = work.pop_front() {
+        while let Some((mut batch, retries)) = work.pop_front() {
             if stop.is_set() {
                 return;
+            }
+            let now = OffsetDateTime::now_utc().unix_timestamp();
+            let expired = expired_prefix(&batch, self.source.maximum_record_age_seconds, now);
+            if expired > 0 {
+                let rest = batch.split_off(expired);
+                self.give_up(shard_id, &batch, retries, "RecordAgeExceeded")
+                    .await;
+                if rest.is_empty() {
+                    continue;
+                }
+                batch = rest;
             }
             let payload = json!({ "Records": batch }).to_string();
             let failed_from = match self.function.invoke(&self.trigger, payload.into()).await {
@@ -245,7 +258,8 @@ impl Reader<'_> {
                 continue;
             }
             if max_retries >= 0 && retries >= max_retries {
-                self.give_up(shard_id, &rest, retries + 1).await;
+                self.give_up(shard_id, &rest, retries + 1, "RetryAttemptsExhausted")
+                    .await;
                 continue;
             }
             let backoff = Duration::from_millis(100 * (1 << retries.clamp(0, 5)));
@@ -257,10 +271,16 @@ impl Reader<'_> {
     }
 
     /// Sends what Lambda sends to an on-failure destination: where the batch was, not the
-    /// records themselves.
-    async fn give_up(&self, shard_id: &str, batch: &[Value], invocations: i64) {
+    /// records themselves; `condition` is why (`RetryAttemptsExhausted`, `RecordAgeExceeded`).
+    async fn give_up(&self, shard_id: &str, batch: &[Value], invocations: i64, condition: &str) {
         let sequence = |record: &Value| record["dynamodb"]["SequenceNumber"].clone();
-        let arrival = |record: &Value| record["dynamodb"]["ApproximateCreationDateTime"].clone();
+        let arrival = |record: &Value| {
+            record["dynamodb"]["ApproximateCreationDateTime"]
+                .as_f64()
+                .and_then(|secs| OffsetDateTime::from_unix_timestamp(secs as i64).ok())
+                .and_then(|at| at.format(&Rfc3339).ok())
+                .map_or(Value::Null, Value::from)
+        };
         let (Some(first), Some(last)) = (batch.first(), batch.last()) else {
             return;
         };
@@ -276,7 +296,7 @@ impl Reader<'_> {
             "requestContext": {
                 "requestId": uuid::Uuid::new_v4().to_string(),
                 "functionArn": format!("arn:aws:lambda:{}:{}:function:{}", self.context.region, self.context.account_id, self.function.name()),
-                "condition": "RetryAttemptsExhausted",
+                "condition": condition,
                 "approximateInvokeCount": invocations,
             },
             "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
@@ -304,6 +324,23 @@ impl Reader<'_> {
             tracing::error!(queue = %queue_url, error = ?aws_sdk_sqs::Error::from(err), "failed to send to the on-failure destination");
         }
     }
+}
+
+/// How many records at the front of `batch` (a shard's records, oldest first) were written
+/// more than `max_age_seconds` before `now` (Unix seconds): those Lambda no longer delivers.
+/// `None` or `-1` is no limit.
+fn expired_prefix(batch: &[Value], max_age_seconds: Option<i64>, now: i64) -> usize {
+    let Some(max_age) = max_age_seconds.filter(|age| *age >= 0) else {
+        return 0;
+    };
+    batch
+        .iter()
+        .take_while(|record| {
+            record["dynamodb"]["ApproximateCreationDateTime"]
+                .as_f64()
+                .is_some_and(|written| now as f64 - written > max_age as f64)
+        })
+        .count()
 }
 
 /// The index of the first record the function reported as failed, by sequence number; a
@@ -434,6 +471,26 @@ mod tests {
             first_failure(br#"{"batchItemFailures":[{"itemIdentifier":"9"}]}"#, &batch),
             Some(0)
         );
+    }
+
+    #[test]
+    fn records_older_than_the_maximum_age_are_the_ones_not_delivered() {
+        let written = |ats: &[i64]| -> Vec<Value> {
+            ats.iter()
+                .map(|at| json!({"dynamodb": {"ApproximateCreationDateTime": at}}))
+                .collect()
+        };
+        let batch = written(&[1_000, 1_030, 1_061, 1_100]);
+        // At 1,100 with an hour's limit nothing expired; with 60 s the first two did.
+        assert_eq!(expired_prefix(&batch, Some(3600), 1_100), 0);
+        assert_eq!(expired_prefix(&batch, Some(60), 1_100), 2);
+        assert_eq!(expired_prefix(&batch, Some(60), 1_200), 4);
+        assert_eq!(
+            expired_prefix(&batch, Some(-1), 99_999),
+            0,
+            "-1 is no limit"
+        );
+        assert_eq!(expired_prefix(&batch, None, 99_999), 0);
     }
 
     #[test]

@@ -383,6 +383,7 @@ impl Resolver<'_> {
             ),
             filters,
             maximum_retry_attempts: props.i64_at("MaximumRetryAttempts")?,
+            maximum_record_age_seconds: props.i64_at("MaximumRecordAgeInSeconds")?,
             bisect_batch_on_function_error: props
                 .bool_at("BisectBatchOnFunctionError")?
                 .unwrap_or(false),

@@ -169,6 +169,7 @@ fn fixture_event_sources_resolve() {
             batching_window: Duration::ZERO,
             filters: vec![json!({"dynamodb": {"NewImage": {"kind": {"S": ["keep"]}}}})],
             maximum_retry_attempts: Some(1),
+            maximum_record_age_seconds: None,
             bisect_batch_on_function_error: true,
             on_failure_queue_url: Some(url("local-StreamFailureQueue")),
             function_response_report_batch_item_failures: false,

@@ -300,3 +300,87 @@ fn a_resource_that_publishes_to_a_topic_waits_for_the_topics_policy() {
     }
     assert!(checked >= 1, "RedisCache publishes its events to a topic");
 }
+
+/// The logical id of `!GetAtt Id.Attribute` when the attribute is `attribute`.
+fn get_att(value: &Value, attribute: &str) -> Option<String> {
+    let Value::Tagged(tagged) = value else {
+        return None;
+    };
+    if tagged.tag.to_string().trim_start_matches('!') != "GetAtt" {
+        return None;
+    }
+    let target = tagged.value.as_str()?;
+    target
+        .strip_suffix(&format!(".{attribute}"))
+        .map(str::to_owned)
+}
+
+/// A stream mapping retries a failing batch, by default until its records leave the stream
+/// (24 h for DynamoDB), holding back every record behind it in its shard: one poison record
+/// stalls the shard for a day, then everything is lost. Every stream mapping splits a failing
+/// batch, gives up after a finite number of retries and at a record age below the stream's
+/// retention, and hands what it gave up on to a queue that an alarm watches.
+#[test]
+fn every_stream_mapping_gives_up_in_bounded_time_to_an_alarmed_queue() {
+    let template = yaml("template.yaml");
+    let resources = entries(&template, "Resources");
+    let alarmed_queues: Vec<String> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::CloudWatch::Alarm"))
+        .map(|(_, r)| &r["Properties"])
+        .filter(|p| {
+            p["Namespace"] == "AWS/SQS"
+                && p["MetricName"] == "ApproximateNumberOfMessagesVisible"
+                && p["Threshold"].as_f64() == Some(0.0)
+                && p["AlarmActions"]
+                    .as_sequence()
+                    .is_some_and(|a| !a.is_empty())
+        })
+        .flat_map(|p| p["Dimensions"].as_sequence().cloned().unwrap_or_default())
+        .filter(|d| d["Name"] == "QueueName")
+        .filter_map(|d| get_att(&d["Value"], "QueueName"))
+        .collect();
+    let mut checked = 0;
+    for (id, resource) in &resources {
+        for (event, spec) in entries(&resource["Properties"], "Events") {
+            if !matches!(spec["Type"].as_str(), Some("DynamoDB" | "Kinesis")) {
+                continue;
+            }
+            let at = format!("{id}.{event}");
+            let properties = &spec["Properties"];
+            let retries = properties["MaximumRetryAttempts"].as_i64();
+            assert!(
+                retries.is_some_and(|r| (0..=10_000).contains(&r)),
+                "{at}: MaximumRetryAttempts {retries:?} retries a poison record until it expires"
+            );
+            let age = properties["MaximumRecordAgeInSeconds"].as_i64();
+            assert!(
+                age.is_some_and(|a| (60..86_400).contains(&a)),
+                "{at}: MaximumRecordAgeInSeconds {age:?}, not below the stream's 24 h retention"
+            );
+            assert_eq!(
+                properties["BisectBatchOnFunctionError"],
+                Value::Bool(true),
+                "{at}: a failing batch is split down to the record that fails"
+            );
+            let destination = &properties["DestinationConfig"]["OnFailure"];
+            assert_eq!(destination["Type"], "SQS", "{at}");
+            let queue = get_att(&destination["Destination"], "Arn")
+                .unwrap_or_else(|| panic!("{at}: OnFailure is no queue of the template"));
+            assert_eq!(
+                attribute(&resources, &queue, "Type"),
+                &Value::from("AWS::SQS::Queue"),
+                "{at}"
+            );
+            assert!(
+                alarmed_queues.contains(&queue),
+                "{at}: no alarm on {queue}, where its given-up records wait unseen"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 1,
+        "the outbox relay reads the social table's stream"
+    );
+}

@@ -426,3 +426,99 @@ async fn a_poison_message_ends_in_the_dlq_and_replays_after_the_fix() {
     assert_eq!(queue_depth(&sqs, &dlq).await, 0);
     cloud.stop().await;
 }
+
+/// A poison outbox record (an event larger than the consumers' queues take, which SQS refuses
+/// however often the relay tries) no longer holds back the follow events behind it in its
+/// shard: the stream mapping splits the batch down to it, retries it `MaximumRetryAttempts`
+/// times, sends Lambda's failure record (where it was in the stream) to `RelayFailureQueue`,
+/// and moves on. With the former infinite retries the follow below was never relayed.
+#[tokio::test]
+async fn a_poison_outbox_record_goes_to_the_failure_queue_and_the_follows_behind_it_are_relayed() {
+    let cloud = start(options(&unique_stack())).await;
+    let alice = sign_up(&cloud, "alice").await;
+    let bob = sign_up(&cloud, "bob").await;
+    let config = sdk().await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&config);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let string = |s: &str| aws_sdk_dynamodb::types::AttributeValue::S(s.to_owned());
+    // 100 KB: under DynamoDB's 400 KB item limit, over the queues' 64 KiB message limit.
+    dynamodb
+        .put_item()
+        .table_name(table(&cloud, "SocialTable"))
+        .item(
+            "pk",
+            string(&format!("OUTBOX#poison-{}", uuid::Uuid::new_v4())),
+        )
+        .item("sk", string("EVENT"))
+        .item("event", string(&"x".repeat(100_000)))
+        .send()
+        .await
+        .expect("the poison record is written");
+    let written = Instant::now();
+    alice.follow("bob").await;
+
+    // Ten retries of the poison record first, the runner's backoff growing to 3.2 s.
+    let patience = Duration::from_secs(60);
+    let listed = eventually(
+        patience,
+        "bob is notified despite the poison record",
+        || async {
+            let body = notifications(&bob).await;
+            (!body["items"].as_array().unwrap().is_empty()).then_some(body)
+        },
+    )
+    .await;
+    assert_eq!(listed["items"][0]["actorId"], "alice", "{listed}");
+    wait_for_followers(&bob, "bob", 1).await;
+    println!("relayed past the poison record in {:?}", written.elapsed());
+
+    let failures = queue_url(&cloud, "RelayFailureQueue");
+    let record: Value = eventually(patience, "the failure record is queued", || async {
+        let answer = sqs
+            .receive_message()
+            .queue_url(&failures)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .ok()?;
+        let body = answer.messages().first()?.body()?.to_owned();
+        serde_json::from_str(&body).ok()
+    })
+    .await;
+    // Lambda's record for a stream's on-failure destination: why, and where in the stream.
+    assert_eq!(
+        record["requestContext"]["condition"], "RetryAttemptsExhausted",
+        "{record}"
+    );
+    assert_eq!(
+        record["requestContext"]["approximateInvokeCount"], 11,
+        "1 + 10 retries"
+    );
+    let info = &record["DDBStreamBatchInfo"];
+    assert_eq!(
+        info["batchSize"], 1,
+        "split down to the poison record: {record}"
+    );
+    assert_eq!(info["startSequenceNumber"], info["endSequenceNumber"]);
+    assert!(
+        info["streamArn"]
+            .as_str()
+            .is_some_and(|arn| arn.contains("/stream/")),
+        "{record}"
+    );
+    assert!(
+        info["approximateArrivalOfFirstRecord"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')),
+        "an ISO 8601 time: {record}"
+    );
+    let more = sqs
+        .receive_message()
+        .queue_url(&failures)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(more.messages().is_empty(), "one record only: {more:?}");
+    cloud.stop().await;
+}
