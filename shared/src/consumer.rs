@@ -101,11 +101,12 @@ where
     Fut: Future<Output = Vec<String>> + Send,
 {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let ids = emf::Ids::from(&event.context);
         let messages = messages(event.payload);
         let count = messages.len();
         record_lags(messages.iter().map(|m| m.body.as_str()));
         let failed = handler(messages);
-        emf::invocation(async move {
+        emf::invocation(ids, async move {
             let response = response(failed.await);
             emf::batch(count, response.batch_item_failures.len());
             Ok::<_, Infallible>(response)

@@ -10,12 +10,20 @@
 //!
 //! # The metrics
 //!
-//! Namespace [`NAMESPACE`]; every metric has the dimension `FunctionName` (the Lambda
-//! function's name, as in Lambda's own metrics), and a few one more, named below. Values are
-//! per invocation; counts are summed and distributions kept whole by CloudWatch.
+//! Namespace `POWERTOOLS_METRICS_NAMESPACE`, else [`NAMESPACE`]; every metric has the
+//! dimension `FunctionName` (the Lambda function's name, as in Lambda's own metrics), and a
+//! few one more, named below. Values are per invocation; counts are summed and distributions
+//! kept whole by CloudWatch.
+//!
+//! Each line also carries, as properties CloudWatch keeps in the log but makes no metric of,
+//! what joins it to the invocation's log lines ([`crate::telemetry`]): `function_request_id`,
+//! `xray_trace_id` (when traced), `service`, `timestamp`, and a `level` that Lambda's
+//! log-level filter passes at every setting ([`crate::telemetry::metric_line_level`]):
+//! without one Lambda takes the line for INFO and drops it at WARN, and the metrics with it.
 //!
 //! | metric | unit | dimensions | what |
 //! |---|---|---|---|
+//! | `ColdStart` | Count | | 1 on the first invocation of a process (the one that paid the init), as Powertools counts it |
 //! | `Requests` | Count | `Outcome` | HTTP requests answered: `OK`, or the error code of the answer (`SOLD_OUT`, `LIMIT_REACHED`, `RATE_LIMITED`, `NOT_FOUND`, …). For `place-order` these are the admissions by outcome. |
 //! | `Latency` | Milliseconds | `Outcome` | time in the function per HTTP request, the same outcomes |
 //! | `BatchSize` | Count | | messages per consumer invocation |
@@ -32,6 +40,7 @@
 //! | `RefundsDue` | Count | `Reason` | payments that succeeded for an order that could not take them (cancelled, rejected, already settled, another amount, a payment never opened), recorded for refund |
 //! | `Retries` | Count | `Reason` | DynamoDB calls refused for a moment and retried; the reason as DynamoDB names it: `TransactionConflict`, `Throttling`, `ProvisionedThroughputExceeded`, … |
 
+use crate::telemetry;
 use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
 use std::future::Future;
 use std::io::Write as _;
@@ -43,6 +52,7 @@ pub const NAMESPACE: &str = "FollowSeckill";
 
 /// The metrics' names, as the dashboard and the tests spell them.
 pub mod name {
+    pub const COLD_START: &str = "ColdStart";
     pub const REQUESTS: &str = "Requests";
     pub const LATENCY: &str = "Latency";
     pub const BATCH_SIZE: &str = "BatchSize";
@@ -69,6 +79,15 @@ pub const REASON: &str = "Reason";
 
 static COLLECTOR: OnceLock<&'static metrics_cloudwatch_embedded::Collector> = OnceLock::new();
 
+/// The namespace of this process's metrics: `POWERTOOLS_METRICS_NAMESPACE`, else
+/// [`NAMESPACE`].
+pub fn namespace() -> String {
+    telemetry::named_or(
+        std::env::var("POWERTOOLS_METRICS_NAMESPACE").ok(),
+        NAMESPACE,
+    )
+}
+
 /// Installs the EMF recorder for this process, its `FunctionName` from
 /// `AWS_LAMBDA_FUNCTION_NAME` (which Lambda and the local runner set). Call once at cold
 /// start; a second call changes nothing.
@@ -78,12 +97,15 @@ pub fn init() {
     }
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into());
     let built = metrics_cloudwatch_embedded::Builder::new()
-        .cloudwatch_namespace(NAMESPACE)
+        .cloudwatch_namespace(namespace())
         .with_dimension(FUNCTION_NAME, function)
         .init();
     match built {
         Ok(collector) => {
             describe();
+            collector
+                .set_property("level", telemetry::metric_line_level())
+                .set_property("service", telemetry::service());
             let _ = COLLECTOR.set(collector);
         }
         // Another recorder is installed (a test's): metrics go there, nothing is lost.
@@ -95,6 +117,7 @@ pub fn init() {
 fn describe() {
     use name::*;
     let counts = [
+        (COLD_START, "first invocations of a process"),
         (REQUESTS, "HTTP requests answered, by outcome"),
         (BATCH_SIZE, "messages per consumer invocation"),
         (FAILED, "messages a consumer handed back"),
@@ -118,19 +141,46 @@ fn describe() {
     describe_histogram!(EVENT_LAG, Unit::Milliseconds, "now minus the event's time");
 }
 
+/// The ids of one invocation that its metric lines carry.
+#[derive(Clone, Debug, Default)]
+pub struct Ids {
+    pub request_id: String,
+    pub xray_trace_id: Option<String>,
+}
+
+impl From<&lambda_runtime::Context> for Ids {
+    fn from(context: &lambda_runtime::Context) -> Self {
+        Self {
+            request_id: context.request_id.clone(),
+            xray_trace_id: context.xray_trace_id.clone(),
+        }
+    }
+}
+
 /// Runs one invocation, then writes its metrics: the one place lines are written, so every
-/// line holds one invocation's values.
-pub async fn invocation<F: Future>(work: F) -> F::Output {
+/// line holds one invocation's values, and its ids. The first invocation of a process counts
+/// a `ColdStart`.
+pub async fn invocation<F: Future>(ids: Ids, work: F) -> F::Output {
+    started();
     let output = work.await;
-    flush();
+    flush(&ids);
+    telemetry::invocation_ended();
     output
 }
 
-/// Writes what was recorded since the last flush to stdout, in one write.
-pub fn flush() {
+/// An invocation starts: the first of the process is its cold start.
+fn started() {
+    if telemetry::cold_start() {
+        counter!(name::COLD_START).increment(1);
+    }
+}
+
+/// Writes what was recorded since the last flush to stdout, in one write, with `ids`.
+pub fn flush(ids: &Ids) {
     let Some(collector) = COLLECTOR.get() else {
         return;
     };
+    write_properties(collector, ids);
     let mut lines = Vec::with_capacity(512);
     if let Err(err) = collector.flush(&mut lines) {
         tracing::warn!(error = %err, "metrics not written");
@@ -139,6 +189,17 @@ pub fn flush() {
     if !lines.is_empty() {
         let _ = std::io::stdout().lock().write_all(&lines);
     }
+}
+
+/// The invocation's properties, set before each flush (a property lasts until it is set again).
+fn write_properties(collector: &metrics_cloudwatch_embedded::Collector, ids: &Ids) {
+    collector
+        .set_property("timestamp", telemetry::timestamp())
+        .set_property("function_request_id", ids.request_id.clone());
+    match &ids.xray_trace_id {
+        Some(trace) => collector.set_property("xray_trace_id", trace.clone()),
+        None => collector.remove_property("xray_trace_id"),
+    };
 }
 
 fn millis(elapsed: Duration) -> f64 {
@@ -209,8 +270,14 @@ mod tests {
 
     /// What `flush` would write, as JSON documents.
     fn flushed() -> Vec<Value> {
+        flushed_with(&Ids::default())
+    }
+
+    fn flushed_with(ids: &Ids) -> Vec<Value> {
+        let collector = COLLECTOR.get().unwrap();
+        write_properties(collector, ids);
         let mut lines = Vec::new();
-        COLLECTOR.get().unwrap().flush(&mut lines).unwrap();
+        collector.flush(&mut lines).unwrap();
         String::from_utf8(lines)
             .unwrap()
             .lines()
@@ -279,5 +346,48 @@ mod tests {
 
         // Counted once: the next invocation starts from nothing.
         assert_eq!(flushed(), Vec::<Value>::new());
+
+        // The first invocation of the process counts its cold start; every line carries the
+        // invocation's ids and what Lambda's log-level filter and a log search read.
+        started();
+        request("OK", Duration::from_millis(3));
+        let first = Ids {
+            request_id: "c6af9ac6-7b61-11e6-9a41-93e812345678".into(),
+            xray_trace_id: Some("Root=1-5759e988-bd862e3fe1be46a994272793".into()),
+        };
+        let documents = flushed_with(&first);
+        assert_eq!(
+            with_metric(&documents, name::COLD_START, None)[name::COLD_START],
+            1
+        );
+        for document in &documents {
+            assert_eq!(document["function_request_id"], first.request_id.as_str());
+            assert_eq!(
+                document["xray_trace_id"],
+                "Root=1-5759e988-bd862e3fe1be46a994272793"
+            );
+            // No AWS_LAMBDA_LOG_LEVEL here: INFO, which Lambda's default filter passes.
+            assert_eq!(document["level"], "INFO");
+            assert_eq!(document["service"], telemetry::DEFAULT_SERVICE);
+            let at = document["timestamp"].as_str().unwrap();
+            time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+        }
+        telemetry::invocation_ended();
+
+        started();
+        request("OK", Duration::from_millis(3));
+        let second = Ids {
+            request_id: "second".into(),
+            xray_trace_id: None,
+        };
+        let documents = flushed_with(&second);
+        assert!(
+            documents.iter().all(|d| d.get(name::COLD_START).is_none()),
+            "{documents:#?}"
+        );
+        assert_eq!(documents.len(), 1, "{documents:#?}");
+        assert_eq!(documents[0]["function_request_id"], "second");
+        assert!(documents[0].get("xray_trace_id").is_none());
     }
 }

@@ -248,7 +248,12 @@ where
     Fut: Future<Output = Result<Response<Body>, ApiError>> + Send,
 {
     lambda_http::run(service_fn(move |request: Request| {
-        let answer = emf::invocation(answer(&handler, request));
+        use lambda_http::RequestExt as _;
+        let ids = request
+            .lambda_context_ref()
+            .map(emf::Ids::from)
+            .unwrap_or_default();
+        let answer = emf::invocation(ids, answer(&handler, request));
         async move { Ok::<_, Infallible>(answer.await) }
     }))
     .await

@@ -11,7 +11,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let directory = CognitoMfaDirectory::from_config(boot.sdk_config().await);
     let directory = &directory;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
-        app::emf::invocation(async move {
+        app::emf::invocation(app::emf::Ids::from(&event.context), async move {
             Ok::<_, lambda_runtime::Error>(admin_mfa::guard(directory, event.payload).await?)
         })
     }))

@@ -29,7 +29,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     };
     let group = group.as_str();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SnsEvent>| {
-        app::emf::invocation(async move {
+        app::emf::invocation(app::emf::Ids::from(&event.context), async move {
             let events = event
                 .payload
                 .records

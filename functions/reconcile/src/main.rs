@@ -12,8 +12,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // Redis's connect and script loads wait on the network while the SDK is set up.
     let (reservations, store) = tokio::join!(boot.reservations(), boot.order_store());
     let (store, reservations) = (&store, &reservations);
-    lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
-        app::emf::invocation(async move {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        app::emf::invocation(app::emf::Ids::from(&event.context), async move {
             let now_ms = app::clock::now_epoch_ms();
             let summary = reconcile::reconcile(store, reservations, grace, now_ms).await?;
             Ok::<_, lambda_runtime::Error>(serde_json::to_value(summary)?)

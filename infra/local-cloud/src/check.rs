@@ -274,6 +274,7 @@ mod tests {
             memory_mb: 128,
             environment: Default::default(),
             reserved_concurrency: None,
+            log_filter: None,
             events: vec![EventSpec::Cognito(CognitoTrigger {
                 user_pool: "UserPool".into(),
                 trigger: "PreTokenGeneration".into(),

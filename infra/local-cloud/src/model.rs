@@ -115,7 +115,52 @@ pub struct FunctionSpec {
     pub environment: BTreeMap<String, String>,
     /// `ReservedConcurrentExecutions`: at most this many instances.
     pub reserved_concurrency: Option<u32>,
+    /// Lambda's log-level filter: `LoggingConfig.ApplicationLogLevel` (INFO when unset) when
+    /// `LoggingConfig.LogFormat` is `JSON`; `None` for the text format, which Lambda never
+    /// filters.
+    pub log_filter: Option<LogLevel>,
     pub events: Vec<EventSpec>,
+}
+
+/// Lambda's application log levels, least severe first (`ApplicationLogLevel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+    Fatal,
+}
+
+impl LogLevel {
+    pub const ALL: [LogLevel; 6] = [
+        Self::Trace,
+        Self::Debug,
+        Self::Info,
+        Self::Warn,
+        Self::Error,
+        Self::Fatal,
+    ];
+
+    /// As Lambda spells it (`AWS_LAMBDA_LOG_LEVEL`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Trace => "TRACE",
+            Self::Debug => "DEBUG",
+            Self::Info => "INFO",
+            Self::Warn => "WARN",
+            Self::Error => "ERROR",
+            Self::Fatal => "FATAL",
+        }
+    }
+
+    /// A level's name in any case; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.as_str().eq_ignore_ascii_case(name))
+    }
 }
 
 /// One entry of a function's `Events`.

@@ -125,9 +125,9 @@ pub fn response(failed: Vec<String>) -> DynamoDbEventResponse {
 /// Runs the relay function.
 pub async fn run(sinks: &[&dyn EventSink]) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<StreamEvent>| {
-        emf::invocation(
-            async move { Ok::<_, Infallible>(response(relay(&event.payload, sinks).await)) },
-        )
+        emf::invocation(emf::Ids::from(&event.context), async move {
+            Ok::<_, Infallible>(response(relay(&event.payload, sinks).await))
+        })
     }))
     .await
 }

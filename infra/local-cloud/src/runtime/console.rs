@@ -9,6 +9,8 @@
 //! pipe), never block on the terminal: under load a slow terminal or pipe must not slow the
 //! invocations down. The writer thread flushes every few milliseconds.
 
+use super::log_filter;
+use crate::model::LogLevel;
 use std::io::Write as _;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
@@ -129,18 +131,22 @@ impl MetricLines {
 }
 
 /// Copies a function's stdout or stderr to the console, each line after `prefix`, until EOF;
-/// and each line to `metrics`, if any.
+/// and each line to `metrics`, if any. With a `filter` (Lambda's log-level filter, the
+/// function's `ApplicationLogLevel`), a line Lambda would drop goes nowhere, as in the cloud
+/// where CloudWatch Logs never sees it ([`super::log_filter`]).
 pub(crate) async fn pump(
     mut from: impl AsyncRead + Unpin,
     prefix: std::sync::Arc<[u8]>,
     metrics: Option<MetricLines>,
+    filter: Option<LogLevel>,
 ) {
     let console = console();
     let mut chunk = vec![0u8; 16 * 1024];
     // The start of a line that the last read cut.
     let mut partial: Vec<u8> = Vec::new();
-    // The first line of a read joined to that start, for the metrics.
-    let mut joined: Vec<u8> = Vec::new();
+    // The lines of one read that pass the filter, as ranges of `text`.
+    let mut text: Vec<u8> = Vec::new();
+    let mut lines: Vec<std::ops::Range<usize>> = Vec::new();
     loop {
         let read = match from.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
@@ -149,27 +155,31 @@ pub(crate) async fn pump(
         let chunk = &chunk[..read];
         match chunk.iter().rposition(|&b| b == b'\n') {
             Some(last) => {
-                console.append(|out| {
-                    for (i, line) in chunk[..last].split(|&b| b == b'\n').enumerate() {
-                        out.extend_from_slice(&prefix);
-                        if i == 0 {
-                            out.extend_from_slice(&partial);
-                        }
-                        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-                        out.push(b'\n');
+                text.clear();
+                lines.clear();
+                for (i, line) in chunk[..last].split(|&b| b == b'\n').enumerate() {
+                    let start = text.len();
+                    if i == 0 {
+                        text.extend_from_slice(&partial);
                     }
-                });
+                    text.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+                    if log_filter::passes(&text[start..], filter) {
+                        lines.push(start..text.len());
+                    } else {
+                        text.truncate(start);
+                    }
+                }
+                if !lines.is_empty() {
+                    console.append(|out| {
+                        for range in &lines {
+                            line(out, &prefix, &text[range.clone()]);
+                        }
+                    });
+                }
                 // Outside the console's lock: parsing a metric line takes a while.
                 if let Some(metrics) = &metrics {
-                    for (i, line) in chunk[..last].split(|&b| b == b'\n').enumerate() {
-                        if i == 0 && !partial.is_empty() {
-                            joined.clear();
-                            joined.extend_from_slice(&partial);
-                            joined.extend_from_slice(line);
-                            metrics.line(&joined);
-                        } else {
-                            metrics.line(line);
-                        }
+                    for range in &lines {
+                        metrics.line(&text[range.clone()]);
                     }
                 }
                 partial.clear();
@@ -178,18 +188,29 @@ pub(crate) async fn pump(
             None => partial.extend_from_slice(chunk),
         }
         if partial.len() >= MAX_LINE {
-            console.append(|out| line(out, &prefix, &partial));
-            if let Some(metrics) = &metrics {
-                metrics.line(&partial);
-            }
+            rest(console, &prefix, metrics.as_ref(), filter, &partial);
             partial.clear();
         }
     }
     if !partial.is_empty() {
-        console.append(|out| line(out, &prefix, &partial));
-        if let Some(metrics) = &metrics {
-            metrics.line(&partial);
-        }
+        rest(console, &prefix, metrics.as_ref(), filter, &partial);
+    }
+}
+
+/// A line that ended without a newline (at EOF, or cut at [`MAX_LINE`]).
+fn rest(
+    console: &Console,
+    prefix: &[u8],
+    metrics: Option<&MetricLines>,
+    filter: Option<LogLevel>,
+    text: &[u8],
+) {
+    if !log_filter::passes(text, filter) {
+        return;
+    }
+    console.append(|out| line(out, prefix, text));
+    if let Some(metrics) = metrics {
+        metrics.line(text);
     }
 }
 

@@ -41,6 +41,10 @@ pub(crate) struct InstanceSpec {
     pub(crate) env: Arc<Vec<(String, String)>>,
     /// `[Function#n] `, before each line the process prints.
     pub(crate) prefix: Arc<[u8]>,
+    /// Lambda's log-level filter on what the process prints ([`FunctionSpec::log_filter`]).
+    ///
+    /// [`FunctionSpec::log_filter`]: crate::model::FunctionSpec::log_filter
+    pub(crate) log_filter: Option<crate::model::LogLevel>,
     /// The function's `MemorySize`, for its CPU share.
     pub(crate) memory_mb: u32,
     /// Where each process gets its CPU-share cgroup, when Lambda's share is enforced.
@@ -165,10 +169,21 @@ async fn run_process(
             dashboard: spec.function.dashboard.clone(),
             function: spec.function.name.clone(),
         };
-        tokio::spawn(console::pump(stdout, spec.prefix.clone(), Some(metrics)));
+        tokio::spawn(console::pump(
+            stdout,
+            spec.prefix.clone(),
+            Some(metrics),
+            spec.log_filter,
+        ));
     }
     if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(console::pump(stderr, spec.prefix.clone(), None));
+        // Lambda filters what goes to stderr as it does stdout.
+        tokio::spawn(console::pump(
+            stderr,
+            spec.prefix.clone(),
+            None,
+            spec.log_filter,
+        ));
     }
 
     let init_timeout = tokio::time::sleep(INIT_TIMEOUT);

@@ -8,12 +8,15 @@
 //! - `instance`: one instance's process: start, init, timeouts, crashes, restarts.
 //! - `api`: the Runtime API endpoints one process talks to (a listener per process).
 //! - `console`: the prefixed function output and the per-invocation lines.
+//! - `log_filter`: Lambda's log-level filter on that output, for a function whose
+//!   `LoggingConfig` asks for the JSON format.
 //! - `ids`: request ids without a syscall each.
 
 mod api;
 mod console;
 pub(crate) mod ids;
 mod instance;
+pub mod log_filter;
 
 use crate::cpu_quota::CpuQuota;
 use crate::dashboard::{Dashboard, FunctionStats, Outcome, now_second};
@@ -207,6 +210,7 @@ impl Runtime {
                     working_dir: task_root.clone(),
                     env: env.clone(),
                     prefix: format!("[{}#{index}] ", spec.name).into_bytes().into(),
+                    log_filter: spec.log_filter,
                     memory_mb: spec.memory_mb,
                     cpu_quota: options.cpu_quota.clone(),
                 };
@@ -288,6 +292,15 @@ fn function_env(
         ("LAMBDA_TASK_ROOT", task_root.display().to_string()),
     ];
     env.extend(reserved.into_iter().map(|(k, v)| (k.to_owned(), v)));
+    // Lambda's advanced logging controls, as Lambda passes them to a custom runtime: the
+    // JSON format and the level its filter applies (reserved too).
+    for name in ["AWS_LAMBDA_LOG_FORMAT", "AWS_LAMBDA_LOG_LEVEL"] {
+        env.remove(name);
+    }
+    if let Some(level) = spec.log_filter {
+        env.insert("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into());
+        env.insert("AWS_LAMBDA_LOG_LEVEL".into(), level.as_str().into());
+    }
     env.into_iter().collect()
 }
 

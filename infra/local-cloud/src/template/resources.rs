@@ -12,10 +12,12 @@ use super::error::{At, Problem};
 use super::events::Apis;
 use super::intrinsics::Resolver;
 use super::yaml::Node;
-use crate::model::{FunctionSpec, IndexSpec, Model, QueueSpec, TableSpec};
+use crate::model::{FunctionSpec, IndexSpec, LogLevel, Model, QueueSpec, TableSpec};
 
 /// `Globals` under a resource's own properties: the resource wins key by key, except that
-/// `Environment.Variables` are merged variable by variable.
+/// `Environment.Variables` are merged variable by variable and `LoggingConfig` key by key (a
+/// function's own `LogGroup` keeps the global `LogFormat` and `ApplicationLogLevel`), as SAM
+/// merges maps.
 pub(super) fn merge(globals: &Mapping, own: &Mapping) -> Mapping {
     let mut merged = globals.clone();
     for (key, value) in own {
@@ -37,6 +39,11 @@ pub(super) fn merge(globals: &Mapping, own: &Mapping) -> Mapping {
                     environment.insert(k.clone(), v.clone());
                 }
                 Value::Mapping(environment)
+            }
+            (Some("LoggingConfig"), Some(Value::Mapping(global)), Value::Mapping(local)) => {
+                let mut config = global.clone();
+                config.extend(local.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Value::Mapping(config)
             }
             _ => value.clone(),
         };
@@ -243,7 +250,38 @@ impl Resolver<'_> {
             memory_mb: props.u32_at("MemorySize")?.unwrap_or(128),
             environment,
             reserved_concurrency: props.u32_at("ReservedConcurrentExecutions")?,
+            log_filter: self.log_filter(&props)?,
             events,
+        })
+    }
+}
+
+impl Resolver<'_> {
+    /// Lambda's log-level filter from `LoggingConfig` (see [`FunctionSpec::log_filter`]).
+    fn log_filter(&self, props: &Node<'_>) -> anyhow::Result<Option<LogLevel>> {
+        let Some(config) = props.get("LoggingConfig")? else {
+            return Ok(None);
+        };
+        let format = match config.get("LogFormat")? {
+            Some(format) => format.string()?,
+            None => "Text".to_owned(),
+        };
+        if !format.eq_ignore_ascii_case("json") {
+            return Ok(None);
+        }
+        let Some(level) = config.get("ApplicationLogLevel")? else {
+            // Lambda's default for the JSON format.
+            return Ok(Some(LogLevel::Info));
+        };
+        let name = level.string()?;
+        LogLevel::parse(&name).map(Some).ok_or_else(|| {
+            self.fail(
+                &level.at,
+                Problem::Type {
+                    expected: "TRACE, DEBUG, INFO, WARN, ERROR or FATAL",
+                    found: format!("{name:?}"),
+                },
+            )
         })
     }
 }

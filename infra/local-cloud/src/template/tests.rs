@@ -103,6 +103,7 @@ fn fixture_echo_function_resolves_environment_and_routes() {
             ("STACK", "local in us-east-1 of 123456789012"),
         ]),
         reserved_concurrency: None,
+        log_filter: None,
         events: vec![
             EventSpec::Http(HttpRoute {
                 event_name: "Items".into(),

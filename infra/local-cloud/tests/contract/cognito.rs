@@ -190,14 +190,14 @@ fn the_defaults_are_the_hardened_choices() {
 
 #[test]
 fn prod_cannot_be_deployed_with_a_log_level_above_info() {
-    let refusal = "In prod LogLevel must be INFO, WARN, ERROR or FATAL.";
+    let refusal = "In prod LogLevel must be INFO, WARN or ERROR.";
     for level in ["TRACE", "DEBUG"] {
         let stack = Stack::new(&[("EnvironmentName", "prod"), ("LogLevel", level)]);
         assert_eq!(stack.refusals(), [refusal], "{level}");
         let dev = Stack::new(&[("EnvironmentName", "dev"), ("LogLevel", level)]);
         assert!(dev.refusals().is_empty(), "{level} in dev");
     }
-    for level in ["INFO", "WARN", "ERROR", "FATAL"] {
+    for level in ["INFO", "WARN", "ERROR"] {
         let stack = Stack::new(&[("EnvironmentName", "prod"), ("LogLevel", level)]);
         assert!(stack.refusals().is_empty(), "{level}");
     }

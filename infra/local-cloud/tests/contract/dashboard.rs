@@ -158,7 +158,8 @@ fn its_url_is_an_output() {
 }
 
 /// Every metric the functions write (`app::emf`), by name.
-const APP_METRICS: [&str; 15] = [
+const APP_METRICS: [&str; 16] = [
+    emf::name::COLD_START,
     emf::name::REQUESTS,
     emf::name::LATENCY,
     emf::name::BATCH_SIZE,

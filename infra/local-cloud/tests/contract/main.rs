@@ -12,6 +12,7 @@ mod cognito;
 mod contention;
 mod dashboard;
 mod localstack;
+mod logging;
 mod openapi;
 mod policies;
 mod sam_local;

@@ -80,6 +80,31 @@ impl Runner {
         lines.iter().filter_map(|line| emf_document(line)).collect()
     }
 
+    /// Every line a function printed (`[Function#n] ...`) and the runner let through, as
+    /// (function, text).
+    fn function_lines(&self) -> Vec<(String, String)> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter_map(|line| {
+                let (function, text) = line.strip_prefix('[')?.split_once("] ")?;
+                let (function, _) = function.split_once('#')?;
+                Some((function.to_owned(), text.to_owned()))
+            })
+            .collect()
+    }
+
+    /// The JSON log lines (not metric lines) the functions printed.
+    fn log_lines(&self) -> Vec<(String, Value)> {
+        self.function_lines()
+            .into_iter()
+            .filter_map(|(function, text)| {
+                let line: Value = serde_json::from_str(&text).ok()?;
+                line.get("_aws").is_none().then_some((function, line))
+            })
+            .collect()
+    }
+
     /// Stops the runner as Ctrl-C does, so that it stops its functions too.
     async fn stop(mut self) {
         if let Some(pid) = self.child.id() {
@@ -358,4 +383,141 @@ async fn every_function_on_the_path_writes_its_metrics_as_cloudwatch_reads_them(
     // At least once: a batch that outlived its visibility comes back, and counts again.
     let batches = values(&documents, "OrderConsumerFunction", "BatchSize");
     assert!(batches.iter().sum::<f64>() >= 2.0, "{batches:?}");
+
+    // Powertools' shape: each process's first invocation counts a cold start, every metric
+    // line names its invocation and passes Lambda's filter at INFO.
+    for (function, _) in &requests {
+        let cold = sums(&documents, function, "ColdStart");
+        assert!(
+            cold.get("-").is_some_and(|n| *n >= 1.0),
+            "{function}: {cold:?}"
+        );
+    }
+    for document in &documents {
+        assert!(
+            document["function_request_id"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty()),
+            "{document}"
+        );
+        assert_eq!(document["level"], "INFO", "{document}");
+        assert_eq!(document["service"], "follow-seckill", "{document}");
+    }
+}
+
+/// The log line of the expired order's release: INFO, so kept at INFO and dropped at WARN.
+const RELEASED: &str = "unpaid order cancelled; unit released";
+
+/// A sale of 3 with one order left unpaid until its payment window (4 s) ends; answers once
+/// the order is CANCELLED and the payment timeout's metrics are printed.
+async fn an_order_expires(runner: &Runner) -> Vec<Value> {
+    let ann = runner.api("ann");
+    ann.put_profile("Ann").await;
+    let operator = Api::at(&runner.base, Some("operator"), &["admin".to_owned()]);
+    let now = OffsetDateTime::now_utc();
+    let (status, sale) = operator
+        .call(
+            "POST",
+            "/seckill/activities",
+            Some(json!({
+                "productId": "p-1", "title": "Levels sale", "priceCents": 500,
+                "stock": 3, "perUserLimit": 1,
+                "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
+                "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
+            })),
+        )
+        .await;
+    assert_eq!(status, 201, "{sale}");
+    let sale = sale["id"].as_str().unwrap().to_owned();
+    operator
+        .expect("POST", &format!("/seckill/activities/{sale}/publish"), 200)
+        .await;
+    let order = ann.place_order(&sale).await;
+    eventually(WAIT, "the unpaid order expires", || async {
+        let body = ann.expect("GET", &format!("/orders/{order}"), 200).await;
+        (body["status"] == "CANCELLED").then_some(())
+    })
+    .await;
+    eventually(
+        WAIT,
+        "the payment timeout's metrics are printed",
+        || async {
+            let documents = runner.documents();
+            let cancelled = sums(&documents, "PaymentTimeoutConsumerFunction", "Orders");
+            (cancelled.get("CANCELLED") == Some(&1.0)).then_some(documents)
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn at_log_level_info_the_log_lines_have_powertools_keys_at_the_top_level() {
+    let runner = Runner::start(&["PaymentWindowSeconds=4"]).await;
+    an_order_expires(&runner).await;
+    let released = eventually(WAIT, "the release is logged", || async {
+        runner
+            .log_lines()
+            .into_iter()
+            .find(|(_, line)| line["message"] == RELEASED)
+    })
+    .await;
+    runner.stop().await;
+    let (function, line) = released;
+    assert_eq!(function, "PaymentTimeoutConsumerFunction");
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["service"], "follow-seckill");
+    assert_eq!(line["function_name"], "PaymentTimeoutConsumerFunction");
+    assert!(line["cold_start"].is_boolean(), "{line}");
+    assert!(line["order_id"].is_string(), "{line}");
+    for key in ["function_request_id", "timestamp"] {
+        assert!(
+            line[key].as_str().is_some_and(|v| !v.is_empty()),
+            "{key}: {line}"
+        );
+    }
+    OffsetDateTime::parse(line["timestamp"].as_str().unwrap(), &Rfc3339).unwrap();
+}
+
+#[tokio::test]
+async fn at_log_level_warn_the_metrics_still_arrive_and_info_lines_are_dropped() {
+    // Lambda's filter at WARN: a line without a level (an EMF line as it was) is INFO and
+    // dropped, so the dashboard would go blank; the runner filters as Lambda does.
+    let runner = Runner::start(&["PaymentWindowSeconds=4", "LogLevel=WARN"]).await;
+    let documents = an_order_expires(&runner).await;
+    let lines = runner.function_lines();
+    runner.stop().await;
+
+    // The metrics arrived: the order's requests, its confirmation and its cancellation.
+    assert_eq!(
+        sums(&documents, "PutProfileFunction", "Requests"),
+        only(&[("OK", 1.0)])
+    );
+    assert_eq!(
+        sums(&documents, "PlaceOrderFunction", "Requests"),
+        only(&[("OK", 1.0)])
+    );
+    assert_eq!(
+        sums(&documents, "OrderConsumerFunction", "Orders"),
+        only(&[("CONFIRMED", 1.0)])
+    );
+    assert!(
+        sums(&documents, "PlaceOrderFunction", "ColdStart")
+            .get("-")
+            .is_some_and(|n| *n >= 1.0)
+    );
+    for document in &documents {
+        assert_eq!(document["level"], "WARN", "{document}");
+    }
+    // And nothing below WARN: no INFO line (the release above is logged at INFO), no line
+    // without a level.
+    assert!(!lines.is_empty());
+    for (function, text) in &lines {
+        let line: Value = serde_json::from_str(text)
+            .unwrap_or_else(|_| panic!("{function} printed a line Lambda takes for INFO: {text}"));
+        assert!(
+            ["WARN", "ERROR"].contains(&line["level"].as_str().unwrap_or_default()),
+            "{function}: {text}"
+        );
+        assert_ne!(line["message"], RELEASED, "{function}: {text}");
+    }
 }

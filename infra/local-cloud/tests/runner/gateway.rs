@@ -69,6 +69,7 @@ pub(crate) fn echo_function(stack: &str) -> FunctionSpec {
         memory_mb: 128,
         environment,
         reserved_concurrency: None,
+        log_filter: None,
         events: vec![
             route("Items", "GET", "/items/{itemId}", true),
             route("Mixed", "POST", "/items/{itemId}/parts/{partId}", true),
@@ -87,6 +88,7 @@ pub(crate) fn hello_function() -> FunctionSpec {
         memory_mb: 128,
         environment: BTreeMap::new(),
         reserved_concurrency: Some(2),
+        log_filter: None,
         events: vec![route("Hello", "GET", "/hello", false)],
     }
 }
@@ -499,6 +501,7 @@ async fn a_function_that_cannot_start_answers_502_without_hanging() {
         memory_mb: 128,
         environment: BTreeMap::new(),
         reserved_concurrency: None,
+        log_filter: None,
         events: vec![route("Broken", "ANY", "/broken", false)],
     };
     let api = spawn_api_in(dir.clone(), vec![broken], 2, true).await;
