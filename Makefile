@@ -82,9 +82,9 @@ invoke: ## send an event to one function of `make dev` (Lambda's Invoke API): ma
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<logical id or function name> EVENT=events/<file>.json [URL=http://127.0.0.1:3000]" >&2; exit 2; }
 	@infra/invoke.sh "$(FN)" "$(EVENT)" $(URL)
 
-load: ## Artillery load: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=name]
-	@test -n "$(SCENARIO)" || { echo "usage: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=stack name]" >&2; exit 2; }
-	@STACK="$(STACK)" loadtest/load.sh "$(SCENARIO)" $(TARGET)
+load: ## Artillery load: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=name] [DISTRIBUTED=fargate COUNT=20 RATE=4000 REGION=us-east-1 DRY_RUN=1]
+	@test -n "$(SCENARIO)" || { echo "usage: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=stack name] [DISTRIBUTED=fargate [COUNT=n] [RATE=buyers/s] [REGION=r] [DRY_RUN=1]]" >&2; exit 2; }
+	@STACK="$(STACK)" DISTRIBUTED="$(DISTRIBUTED)" DRY_RUN="$(DRY_RUN)" loadtest/load.sh "$(SCENARIO)" $(TARGET)
 
 bench: ## the benchmark harness (release build, ~40 min): loadtest/results/*.md
 	loadtest/bench.sh functions && loadtest/bench-e2e.sh && loadtest/bench-storm.sh

@@ -19,6 +19,19 @@
 # beyond its limits, locally as in AWS. Above them, lift it: locally with
 # `make dev ARGS="--route-throttling off"`; on a stack, deploy it with higher limits (docs/security.md,
 # "Throttling").
+#
+# Distributed, for a deployed stack at the seed's rate (one machine cannot drive 4,000 order
+# attempts a second; docs/capacity.md has the arithmetic and the costs):
+#
+#   DISTRIBUTED=fargate STACK=my-stack [RATE=4000] [COUNT=20] [REGION=us-east-1] \
+#       [CPU=4] [MEMORY=8] [DURATION=60] [WARMUP=10] [DRY_RUN=1] loadtest/load.sh seckill
+#
+# runs `artillery run-fargate`: COUNT load-generator containers on AWS Fargate in REGION, each
+# with CPU vCPUs and MEMORY GB, each arriving RATE/COUNT buyers a second (each buyer makes one
+# order attempt), for WARMUP + DURATION seconds. Each worker runs the scenario's before and
+# after hooks itself: its own sale of SECKILL_STOCK units and its own check. The workers need
+# Cognito's admin calls on the stack's pool (docs/capacity.md, "Driving the load"). DRY_RUN=1
+# prints the command and the estimated cost and runs nothing (no AWS call, no install).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,7 +61,123 @@ stack_outputs() {
     node -e 'for (const o of JSON.parse(require("fs").readFileSync(0, "utf8")) || []) console.log(`${o.OutputKey}=${o.OutputValue}`)' <<<"$json"
 }
 
-if [[ -n $stack ]]; then
+# Its arguments as one line a shell reads back as the same words.
+shell_words() {
+    local arg words=()
+    for arg; do
+        if [[ $arg =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then
+            words+=("$arg")
+        else
+            words+=("'${arg//\'/\'\\\'\'}'")
+        fi
+    done
+    echo "${words[*]}"
+}
+
+# `artillery run-fargate` of SCENARIO against TARGET (DISTRIBUTED=fargate, above): the
+# command, its estimated cost, and unless DRY_RUN the run itself.
+distributed_run() {
+    local scenario=$1 target=$2
+    local count=${COUNT:-20} rate=${RATE:-4000} region=${REGION:-${AWS_REGION:-us-east-1}}
+    local cpu=${CPU:-4} memory=${MEMORY:-8} duration=${DURATION:-60} warmup=${WARMUP:-10}
+    local number
+    for number in count rate cpu memory duration warmup; do
+        if [[ ! ${!number} =~ ^[0-9]+$ ]] || ((${!number} == 0 && number != warmup)); then
+            echo "${number^^} must be a whole number above 0, not '${!number}'" >&2
+            exit 2
+        fi
+    done
+    if [[ -z $target ]]; then
+        echo "the distributed mode drives a deployed stack: pass STACK=<stack name> (or TARGET=https://...)" >&2
+        exit 2
+    fi
+    case $target in
+        http://127.0.0.1:* | http://localhost:* | http://\[::1\]:*)
+            echo "the workers run in AWS and cannot reach $target: pass STACK=<stack name>" >&2
+            exit 2
+            ;;
+    esac
+    if [[ ${AUTH_MODE:-} != cognito ]]; then
+        echo "the distributed mode needs the stack's Cognito pool for its users: pass STACK=<stack name>" >&2
+        exit 2
+    fi
+    # Each worker arrives its share of the buyers; together at least RATE a second.
+    local per_worker=$(((rate + count - 1) / count))
+    local max_duration=$((warmup + duration + 600))
+    # What the workers' scenario reads (seckill.js, lib/auth.js): the pool, and whatever of the
+    # scenario's settings is set here.
+    local environment name
+    environment=$(
+        for name in AUTH_MODE COGNITO_USER_POOL_ID COGNITO_CLIENT_ID SECKILL_STOCK SECKILL_BUYERS \
+            SECKILL_PER_USER_LIMIT SECKILL_MAX_QUANTITY SECKILL_ONLINE_SHARE VERIFY_TIMEOUT THINK_TIME; do
+            [[ -n ${!name:-} ]] && printf '%s\t%s\n' "$name" "${!name}"
+        done
+        printf '%s\t%s\n' AWS_REGION "$region"
+    )
+    local launch_config
+    launch_config=$(node -e '
+        const environment = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean)
+            .map((line) => { const [name, ...value] = line.split("\t"); return { name, value: value.join("\t") }; });
+        console.log(JSON.stringify({ environment }));' <<<"$environment")
+    local report=loadtest/results/artillery-$scenario-fargate.json
+    local overrides
+    if [[ -d loadtest/artillery/node_modules/js-yaml ]]; then
+        overrides=$(cd loadtest/artillery && ARRIVAL_RATE=$per_worker DURATION=$duration WARMUP=$warmup node overrides.js "$scenario.yml")
+    else
+        # Not installed yet (a dry run installs nothing): printed as the command that makes it.
+        overrides=@OVERRIDES@
+    fi
+    local cmd=(node_modules/.bin/artillery run-fargate --region "$region" --count "$count"
+        --cpu "$cpu" --memory "$memory" --max-duration "$max_duration"
+        --tags "service:follow-seckill,scenario:$scenario" --launch-config "$launch_config"
+        --target "$target" --overrides "$overrides" --output "../../$report" "$scenario.yml")
+
+    echo "artillery $scenario on AWS Fargate: $count workers in $region, $per_worker buyers/s each ($((per_worker * count))/s together), ${warmup} s warm-up + ${duration} s"
+    echo "command (in loadtest/artillery):"
+    local printed
+    printed=$(shell_words "${cmd[@]}")
+    echo "  ${printed//@OVERRIDES@/\"\$(ARRIVAL_RATE=$per_worker DURATION=$duration WARMUP=$warmup node overrides.js $scenario.yml)\"}"
+    # us-east-1 list prices (Fargate Linux/x86: per vCPU-hour and per GB-hour, billed per
+    # second with a one-minute minimum); the workers start and stop within a few minutes of
+    # the run. The stack's own costs at the rate are in docs/capacity.md.
+    local minutes=$(((warmup + duration + 180 + 59) / 60))
+    node -e '
+        const [count, cpu, memory, minutes, rate, seconds] = process.argv.slice(1).map(Number);
+        const fargate = count * (cpu * 0.04048 + memory * 0.004445) * minutes / 60;
+        const attempts = rate * seconds;
+        // Per buyer: a detail read, an order attempt and at most a few more calls.
+        const api = attempts * 3 * 1.0 / 1e6;       // HTTP API, $1.00 per million
+        const lambda = attempts * 3 * 0.20 / 1e6;   // Lambda requests, $0.20 per million
+        console.log(`estimated cost: Fargate workers $${fargate.toFixed(2)} (${count} x ${cpu} vCPU, ${memory} GB, ~${minutes} min);`
+            + ` the stack, about ${attempts.toLocaleString("en-US")} buyers: HTTP API ~$${api.toFixed(2)} + Lambda requests ~$${lambda.toFixed(2)}`
+            + ` + Lambda duration, DynamoDB, SQS, CloudFront (docs/capacity.md)`);
+    ' "$count" "$cpu" "$memory" "$minutes" "$rate" "$((warmup + duration))"
+    if [[ -n $dry_run ]]; then
+        echo "DRY_RUN: nothing was run"
+        return 0
+    fi
+    loadtest/artillery/run.sh --install-only
+    (cd loadtest/artillery && ARTILLERY_DISABLE_TELEMETRY=true "${cmd[@]}")
+}
+
+distributed=${DISTRIBUTED:-}
+dry_run=${DRY_RUN:-}
+if [[ -n $distributed && $distributed != fargate ]]; then
+    echo "DISTRIBUTED=$distributed: the distributed mode is 'fargate' (artillery run-fargate)" >&2
+    exit 2
+fi
+if [[ -n $dry_run && -z $distributed ]]; then
+    echo "DRY_RUN applies to the distributed mode (DISTRIBUTED=fargate)" >&2
+    exit 2
+fi
+
+if [[ -n $stack && -n $dry_run ]]; then
+    # Nothing is read from AWS in a dry run: the outputs stand as placeholders.
+    target=${target:-"<ApiUrl of stack $stack>"}
+    COGNITO_USER_POOL_ID="<UserPoolId of stack $stack>"
+    COGNITO_CLIENT_ID="<UserPoolClientId of stack $stack>"
+    export COGNITO_USER_POOL_ID COGNITO_CLIENT_ID AUTH_MODE=cognito
+elif [[ -n $stack ]]; then
     echo "reading the outputs of stack $stack ..."
     if ! outputs=$(stack_outputs); then
         echo "could not read the outputs of stack '$stack': are your AWS credentials and region set (AWS_PROFILE, AWS_REGION)?" >&2
@@ -63,6 +192,11 @@ if [[ -n $stack ]]; then
         exit 1
     fi
     export COGNITO_USER_POOL_ID COGNITO_CLIENT_ID AUTH_MODE=cognito
+fi
+
+if [[ -n $distributed ]]; then
+    distributed_run "$scenario" "${target%/}"
+    exit
 fi
 
 target=${target:-http://127.0.0.1:3000}

@@ -8,6 +8,7 @@
 
 mod alarms;
 mod aws_rules;
+mod capacity;
 mod cognito;
 mod contention;
 mod dashboard;
