@@ -122,7 +122,7 @@ pub struct Recovery {
     pub reconciled: Summary,
 }
 
-/// Puts every published sale back in order if one of `events` concerns `group`.
+/// Puts every live sale back in order if one of `events` concerns `group`.
 #[tracing::instrument(skip(deps, events), fields(events = events.len()))]
 pub async fn recover(
     deps: FailoverDeps<'_>,
@@ -152,7 +152,7 @@ pub async fn recover(
     );
 
     let mut preheated = Vec::new();
-    for published in deps.orders.published_sales().await? {
+    for published in deps.orders.live_sales().await?.sales {
         let id = SaleId::parse(&published.sale_id)
             .with_context(|| format!("{:?} is not a sale id", published.sale_id))?;
         if deps.cache.detail(&id).await?.is_some() {

@@ -20,7 +20,11 @@
 //!
 //! | item | `pk` | `sk` | index keys | access pattern |
 //! |---|---|---|---|---|
-//! | sale | `SALE#<id>` | `SALE` | | the sale's definition, `state` (DRAFT, PUBLISHED), `perUserLimit` and `stockRemaining`, DynamoDB's final guard against oversell |
+//! | sale | `SALE#<id>` | `SALE` | gsi2 `SALES` / `<createdAt>#<id>`, always; gsi1 `SALES#LIVE` / `<startsAt>#<id>` from publishing until retired | the sale's definition, `state` (DRAFT, PUBLISHED, ENDED), `perUserLimit` and `stockRemaining`, DynamoDB's final guard against oversell; every sale newest first (the back office); the live sales (the home page, reconciliation, failover) |
+//!
+//! The live sales are a sparse index: only a sale between its publishing and its retirement
+//! (reconciliation takes it off once it ended and its grace period passed, [`super::reconcile`])
+//! carries the gsi1 keys, so reading them costs the live sales, not the table: never a scan.
 //! | buyer | `SALE#<id>#BUYER#<userId>` | `BUYER` | | `units`: how many of the sale's units the user holds (CONFIRMED or PAID orders), DynamoDB's final guard of `perUserLimit` when Redis lost its `bought` hash; the order consumer adds to it in the transaction that confirms the orders, the payment timeout takes back in the one that cancels them |
 //!
 //! A buyer's item is written once per transaction that confirms or cancels that buyer's
@@ -68,6 +72,22 @@ pub const ORDER_SK: &str = "ORDER";
 
 pub fn sale_pk(sale_id: &str) -> String {
     format!("SALE#{sale_id}")
+}
+
+/// The gsi1 partition of the live sales: published, not yet retired.
+pub const LIVE_SALES_PK: &str = "SALES#LIVE";
+
+/// A live sale's gsi1 sort key: soonest start first.
+pub fn live_sale_sk(starts_at: &str, sale_id: &str) -> String {
+    format!("{starts_at}#{sale_id}")
+}
+
+/// The gsi2 partition of every sale, drafts included (the back office's list).
+pub const ALL_SALES_PK: &str = "SALES";
+
+/// A sale's gsi2 sort key: newest first when read backwards.
+pub fn all_sales_sk(created_at: &str, sale_id: &str) -> String {
+    format!("{created_at}#{sale_id}")
 }
 
 pub const BUYER_SK: &str = "BUYER";

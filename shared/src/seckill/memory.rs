@@ -4,9 +4,9 @@
 use super::admission::Holder;
 use super::order_store::{LIMITS, fits_one_transaction, per_buyer};
 use super::orders::{
-    AdmittedOrder, ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
-    OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders, PendingReservation,
-    PublishedSale, Reservations, SaleGuards,
+    AdmittedOrder, ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage,
+    OrderStatus, OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders,
+    PendingReservation, Reservations, SaleGuards,
 };
 use super::payment::Refund;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
@@ -106,7 +106,9 @@ pub(crate) fn due(order: &str, sale: &str) -> String {
 struct MemorySale {
     stock: i64,
     per_user_limit: u32,
-    published: bool,
+    /// On the live index.
+    live: bool,
+    ends_at_ms: i64,
 }
 
 #[derive(Default)]
@@ -131,9 +133,20 @@ impl MemoryOrders {
             MemorySale {
                 stock,
                 per_user_limit,
-                published: true,
+                live: true,
+                ends_at_ms: i64::MAX,
             },
         );
+    }
+
+    /// The sale ends (or ended) at `ends_at_ms`.
+    pub(crate) fn end_sale_at(&self, sale: &str, ends_at_ms: i64) {
+        self.sales.lock().unwrap().get_mut(sale).unwrap().ends_at_ms = ends_at_ms;
+    }
+
+    /// Whether the sale is on the live index.
+    pub(crate) fn is_live(&self, sale: &str) -> bool {
+        self.sales.lock().unwrap()[sale].live
     }
 
     pub(crate) fn stock(&self, sale: &str) -> i64 {
@@ -434,20 +447,29 @@ impl OrderStore for MemoryOrders {
         Ok(true)
     }
 
-    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {
-        let mut sales: Vec<PublishedSale> = self
+    async fn live_sales(&self) -> Result<LiveSales, OrderStoreError> {
+        let mut sales: Vec<LiveSale> = self
             .sales
             .lock()
             .unwrap()
             .iter()
-            .filter(|(_, sale)| sale.published)
-            .map(|(id, sale)| PublishedSale {
+            .filter(|(_, sale)| sale.live)
+            .map(|(id, sale)| LiveSale {
                 sale_id: id.clone(),
                 stock_remaining: Some(sale.stock),
+                ends_at_ms: sale.ends_at_ms,
             })
             .collect();
         sales.sort_by(|a, b| a.sale_id.cmp(&b.sale_id));
-        Ok(sales)
+        let items_read = sales.len();
+        Ok(LiveSales { sales, items_read })
+    }
+
+    async fn retire_sale(&self, sale_id: &str, _now: &str) -> Result<bool, OrderStoreError> {
+        let mut sales = self.sales.lock().unwrap();
+        Ok(sales
+            .get_mut(sale_id)
+            .is_some_and(|sale| std::mem::replace(&mut sale.live, false)))
     }
 }
 

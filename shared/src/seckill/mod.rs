@@ -12,6 +12,9 @@
 //!   `SaleStore` and `SaleCache` ports.
 //! - [`admission`] (domain, port): placing an order; the `Admission` (reserve, release) and
 //!   `OrderPublisher` ports.
+//! - [`back_office`] (domain, port): the operators' list of every sale, a draft edited, a
+//!   sale ended early, and the home page's listing of the live sales; the `SaleOffice` and
+//!   `SaleCloser` ports.
 //! - [`checkout`] (domain): what the buyer chooses for an order (quantity, address, payment
 //!   method), checked.
 //! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
@@ -32,6 +35,9 @@
 //!   scripts).
 //! - [`reservations`] (adapter): Redis adapter of `Reservations` and `PendingOrders`.
 //! - [`sale_store`] (adapter): DynamoDB adapter of `SaleStore`.
+//! - [`sale_office_store`] (adapter): DynamoDB adapter of `SaleOffice`.
+//! - [`sale_index`] (adapter): the commerce table's sale indexes, the sparse one of the live
+//!   sales and the one of every sale, newest first.
 //! - [`page_store`] (adapter): S3 adapter of `SalePages`.
 //! - [`page_queue`] (adapter): SQS adapter of `PageRequests` (`SalePageRequested`).
 //! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore`.
@@ -40,6 +46,8 @@
 //! - [`cache_control`] (adapter): ElastiCache adapter of `CacheControl`.
 //! - [`sale_routes`] (routes): `/seckill/activities/...`: create, publish, read a sale,
 //!   place an order.
+//! - [`back_office_routes`] (routes): `GET /seckill/activities`, `PATCH` and `POST .../end`
+//!   of one, for operators; `GET /seckill/listing`, the home page's, public.
 //! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
 //! - [`payment_routes`] (routes): `/payments/callback`, the provider's signed callback.
 //! - [`sandbox`] (adapter, routes): the sandbox provider of `PaymentProvider` and its pages,
@@ -47,6 +55,8 @@
 //! - `memory` (tests only): in-memory fakes of the order path's ports.
 
 pub mod admission;
+pub mod back_office;
+pub mod back_office_routes;
 pub mod cache_control;
 pub mod checkout;
 pub mod failover;
@@ -66,6 +76,8 @@ pub mod reconcile;
 pub mod redis_store;
 pub mod reservations;
 pub mod sale;
+pub mod sale_index;
+pub mod sale_office_store;
 pub mod sale_page;
 pub mod sale_routes;
 pub mod sale_store;

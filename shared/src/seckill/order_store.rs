@@ -8,8 +8,8 @@ use super::keys::{
     user_orders_pk, user_orders_sk,
 };
 use super::orders::{
-    ConfirmRejected, NewOrder, Order, OrderLimits, OrderPage, OrderStatus, OrderStore,
-    OrderStoreError, PaymentMethod, PublishedSale, SaleGuards,
+    ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
+    OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
 };
 use super::payment::Refund;
 use crate::config::{ConfigError, Env};
@@ -30,6 +30,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
 use std::collections::HashMap;
+use time::format_description::well_known::Rfc3339;
 
 /// The units of every order in `units`.
 fn total_units(units: &[Unit<NewOrder>]) -> i64 {
@@ -559,40 +560,28 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError> {
-        let mut sales = Vec::new();
-        let mut start = None;
-        loop {
-            let output = self
-                .table
-                .client
-                .scan()
-                .table_name(&self.table.name)
-                .filter_expression("sk = :sale AND #state = :published")
-                .projection_expression("pk, stockRemaining")
-                .expression_attribute_names("#state", "state")
-                .expression_attribute_values(":sale", s(SALE_SK))
-                .expression_attribute_values(":published", s("PUBLISHED"))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .context("failed to scan for published sales")?;
-            for item in output.items() {
-                let pk = get_s(item, "pk").map_err(anyhow::Error::from)?;
-                let Some(sale_id) = pk.strip_prefix("SALE#") else {
-                    continue;
-                };
-                sales.push(PublishedSale {
-                    sale_id: sale_id.to_owned(),
-                    stock_remaining: get_n(item, "stockRemaining").ok(),
-                });
-            }
-            match output.last_evaluated_key() {
-                Some(last) => start = Some(last.clone()),
-                None => break,
-            }
+    async fn live_sales(&self) -> Result<LiveSales, OrderStoreError> {
+        let (items, items_read) = super::sale_index::live_items(&self.table).await?;
+        let mut sales = Vec::with_capacity(items.len());
+        for item in &items {
+            let pk = get_s(item, "pk").map_err(anyhow::Error::from)?;
+            let Some(sale_id) = pk.strip_prefix("SALE#") else {
+                continue;
+            };
+            let ends_at = get_s(item, "endsAt").map_err(anyhow::Error::from)?;
+            let ends_at = time::OffsetDateTime::parse(ends_at, &Rfc3339)
+                .context("stored endsAt is not RFC 3339")?;
+            sales.push(LiveSale {
+                sale_id: sale_id.to_owned(),
+                stock_remaining: get_n(item, "stockRemaining").ok(),
+                ends_at_ms: crate::clock::epoch_ms(ends_at),
+            });
         }
-        Ok(sales)
+        Ok(LiveSales { sales, items_read })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError> {
+        Ok(super::sale_index::retire(&self.table, sale_id, now).await?)
     }
 }

@@ -239,11 +239,21 @@ pub struct OrderPage {
     pub next: Option<Cursor>,
 }
 
-/// A published sale and DynamoDB's stock of it.
+/// A sale on the live index (published, not yet retired) and DynamoDB's stock of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublishedSale {
+pub struct LiveSale {
     pub sale_id: String,
     pub stock_remaining: Option<i64>,
+    /// When it ends (or ended, early or not), epoch milliseconds.
+    pub ends_at_ms: i64,
+}
+
+/// The live sales, and how many items the read returned (what it cost: the live sales, never
+/// the table).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveSales {
+    pub sales: Vec<LiveSale>,
+    pub items_read: usize,
 }
 
 /// What the commerce table's sale item guards: its stock and the units one buyer may hold.
@@ -336,7 +346,11 @@ pub trait OrderStore: Send + Sync {
     ) -> Result<bool, OrderStoreError>;
     /// Records a payment to give back, once per payment id: `true` when this call recorded it.
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError>;
-    async fn published_sales(&self) -> Result<Vec<PublishedSale>, OrderStoreError>;
+    /// The sales on the live index (a keyed read of the live sales only).
+    async fn live_sales(&self) -> Result<LiveSales, OrderStoreError>;
+    /// Takes an ended sale off the live index and marks it ENDED, at `now`; `false` when it
+    /// was not on it (any more).
+    async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError>;
 }
 
 /// A reservation the admission script recorded in the sale's `pending` hash.

@@ -1,6 +1,10 @@
 //! Reconciliation, on a schedule: reservations that never became orders are given back, each
-//! published sale's stock in Redis is logged beside DynamoDB's, and capped at what DynamoDB
+//! live sale's stock in Redis is logged beside DynamoDB's, and capped at what DynamoDB
 //! can still confirm when Redis lost admissions (`cap.lua`; [`super::failover`]).
+//!
+//! It reads only the live sales (the sparse index of [`super::sale_index`]), and retires a
+//! sale from them once it ended, its grace period passed and nothing of it is pending: from
+//! then on no reservation of it can be orphaned, and the run no longer reads it.
 //!
 //! A reservation stays in the sale's `pending` hash until the order consumer materialized its
 //! order. One older than the grace period whose order does not exist in DynamoDB was lost
@@ -92,12 +96,17 @@ pub struct SaleReport {
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub sales: Vec<SaleReport>,
+    /// The items the read of the live sales returned: its cost.
+    pub items_read: usize,
+    /// Sales taken off the live index: ended, past their grace period, nothing pending.
+    pub retired: Vec<String>,
     pub released: usize,
     /// Sales that could not be reconciled this time (logged).
     pub failed: usize,
 }
 
-/// Reconciles every published sale, as of `now_ms` (epoch milliseconds).
+/// Reconciles every live sale, as of `now_ms` (epoch milliseconds), and retires those that
+/// ended more than `grace` ago with nothing left pending.
 #[tracing::instrument(skip(store, reservations))]
 pub async fn reconcile(
     store: &dyn OrderStore,
@@ -106,7 +115,10 @@ pub async fn reconcile(
     now_ms: i64,
 ) -> anyhow::Result<Summary> {
     let mut summary = Summary::default();
-    for sale in store.published_sales().await? {
+    let live = store.live_sales().await?;
+    summary.items_read = live.items_read;
+    let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+    for sale in live.sales {
         match reconcile_sale(
             store,
             reservations,
@@ -120,6 +132,16 @@ pub async fn reconcile(
             Ok(report) => {
                 summary.released += report.released;
                 summary.sales.push(report);
+                if now_ms >= sale.ends_at_ms.saturating_add(grace_ms) {
+                    match retire(store, reservations, &sale.sale_id).await {
+                        Ok(true) => summary.retired.push(sale.sale_id),
+                        Ok(false) => {}
+                        Err(err) => {
+                            tracing::error!(sale_id = %sale.sale_id, error = ?err, "failed to retire an ended sale");
+                            summary.failed += 1;
+                        }
+                    }
+                }
             }
             Err(err) => {
                 tracing::error!(sale_id = %sale.sale_id, error = ?err, "failed to reconcile a sale");
@@ -128,6 +150,25 @@ pub async fn reconcile(
         }
     }
     Ok(summary)
+}
+
+/// Retires an ended sale whose grace period passed if nothing of it is pending any more (a
+/// reservation still there was claimed by a consumer a moment ago: the next run retires it).
+async fn retire(
+    store: &dyn OrderStore,
+    reservations: &dyn Reservations,
+    sale_id: &str,
+) -> anyhow::Result<bool> {
+    if !reservations.pending(sale_id).await?.is_empty() {
+        return Ok(false);
+    }
+    let retired = store
+        .retire_sale(sale_id, &crate::clock::now_rfc3339())
+        .await?;
+    if retired {
+        tracing::info!(sale_id, "retired an ended sale from the live sales");
+    }
+    Ok(retired)
 }
 
 async fn reconcile_sale(
@@ -237,6 +278,39 @@ mod tests {
         );
         let err = Grace::from_env(&env("a minute")).unwrap_err();
         assert!(err.to_string().contains("VISIBILITY_TIMEOUT"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_ended_sale_leaves_the_live_sales_once_its_grace_passed_and_nothing_is_pending() {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        store.end_sale_at(S1, 50_000);
+        let reservations = MemoryReservations::default();
+        reservations.reserve_at(S1, "late", "a", 45_000);
+        let grace = Duration::from_secs(60);
+
+        // Ended, but within its grace period: still reconciled, still live.
+        let summary = reconcile(&store, &reservations, grace, 100_000)
+            .await
+            .unwrap();
+        assert_eq!(summary.sales.len(), 1);
+        assert!(summary.retired.is_empty());
+        assert!(store.is_live(S1));
+
+        // Past it: the orphaned reservation is given back, then the sale retired.
+        let summary = reconcile(&store, &reservations, grace, 120_000)
+            .await
+            .unwrap();
+        assert_eq!(summary.released, 1);
+        assert_eq!(summary.retired, [S1]);
+        assert!(!store.is_live(S1));
+
+        // From then on the run reads nothing of it.
+        let summary = reconcile(&store, &reservations, grace, 130_000)
+            .await
+            .unwrap();
+        assert!(summary.sales.is_empty());
+        assert_eq!(summary.items_read, 0);
     }
 
     #[tokio::test]

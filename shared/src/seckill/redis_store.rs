@@ -1,12 +1,13 @@
-//! Redis adapter of [`Admission`] and [`SaleCache`]: the preheated sale, the detail read in
-//! one round trip, and the two Lua scripts (`reserve.lua`, `release.lua`, contracts at their
-//! tops) called by hash with `EVALSHA`.
+//! Redis adapter of [`Admission`], [`SaleCache`] and [`SaleCloser`]: the preheated sale, the
+//! detail read in one round trip, and the Lua scripts (`reserve.lua`, `release.lua`,
+//! `end.lua`, contracts at their tops) called by hash with `EVALSHA`.
 //!
 //! The key design is in [`super::keys`].
 
 use super::admission::{Admission, AdmissionError, Holder, Reservation, Verdict};
+use super::back_office::SaleCloser;
 use super::keys::{SaleKeys, order_rate_key};
-use super::sale::{Sale, SaleCache, SaleDetail, StoreError};
+use super::sale::{Lifecycle, Sale, SaleCache, SaleDetail, StoreError};
 use crate::clock::epoch_ms;
 use crate::ids::SaleId;
 use crate::script::LuaScript;
@@ -17,6 +18,7 @@ use std::collections::HashMap;
 
 const RESERVE: &str = include_str!("reserve.lua");
 const RELEASE: &str = include_str!("release.lua");
+const END: &str = include_str!("end.lua");
 
 /// The sales in Redis; cheap to clone.
 #[derive(Clone)]
@@ -24,6 +26,8 @@ pub struct RedisSales {
     connection: ConnectionManager,
     reserve: LuaScript,
     release: LuaScript,
+    /// Rarely called (an operator ending a sale): loaded on first use, not at cold start.
+    end: LuaScript,
 }
 
 impl RedisSales {
@@ -34,6 +38,7 @@ impl RedisSales {
             connection,
             reserve: LuaScript::new("reserve", RESERVE),
             release: LuaScript::new("release", RELEASE),
+            end: LuaScript::new("end", END),
         }
     }
 
@@ -90,11 +95,13 @@ impl SaleCache for RedisSales {
         // MULTI/EXEC: the script never sees details without a stock. SET NX: re-publishing
         // never resets the live stock.
         let mut connection = self.connection.clone();
-        redis::pipe()
-            .atomic()
-            .hset_multiple(&keys.info, &info)
-            .ignore()
-            .set_nx(&keys.stock, sale.stock_remaining)
+        let mut pipe = redis::pipe();
+        pipe.atomic().hset_multiple(&keys.info, &info).ignore();
+        // An ended sale preheated again (a failover) stays ended: reserve.lua checks `ended`.
+        if sale.state == Lifecycle::Ended {
+            pipe.hset(&keys.info, "ended", "1").ignore();
+        }
+        pipe.set_nx(&keys.stock, sale.stock_remaining)
             .ignore()
             .query_async::<()>(&mut connection)
             .await
@@ -194,6 +201,22 @@ impl Admission for RedisSales {
             .await
             .context("the release script failed")?;
         Ok(released == 1)
+    }
+}
+
+#[async_trait]
+impl SaleCloser for RedisSales {
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn close(&self, id: &SaleId, ends_at_ms: i64) -> Result<(), StoreError> {
+        let keys = SaleKeys::new(id.as_str());
+        let _held: i64 = self
+            .end
+            .call(&self.connection, &[keys.info.as_str()], |call| {
+                call.arg(ends_at_ms);
+            })
+            .await
+            .context("the end script failed")?;
+        Ok(())
     }
 }
 

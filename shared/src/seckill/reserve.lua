@@ -1,7 +1,8 @@
 -- reserve.lua: admits one order of a flash sale, all its units or none, atomically, or says
 -- why not.
 --
--- KEYS[1] sale:{id}:info       hash: startsAtMs, endsAtMs, perUserLimit, priceCents, ...
+-- KEYS[1] sale:{id}:info       hash: startsAtMs, endsAtMs, perUserLimit, priceCents, ended
+--                              (set once a sale is ended early, end.lua), ...
 -- KEYS[2] sale:{id}:stock      integer: units left to reserve
 -- KEYS[3] sale:{id}:bought     hash userId -> units the user holds
 -- KEYS[4] sale:{id}:pending    hash orderId -> "userId:reservedAtMs:units"
@@ -39,9 +40,13 @@ if attempts > tonumber(ARGV[4]) then
   return {'RATE_LIMITED', ''}
 end
 
-local sale = redis.call('HMGET', KEYS[1], 'startsAtMs', 'endsAtMs', 'perUserLimit', 'priceCents')
+local sale = redis.call('HMGET', KEYS[1], 'startsAtMs', 'endsAtMs', 'perUserLimit', 'priceCents', 'ended')
 if not sale[1] then
   return {'UNKNOWN_SALE', ''}
+end
+-- Ended early by an operator (end.lua): whatever the caller's clock says.
+if sale[5] then
+  return {'ENDED', sale[4]}
 end
 local now = tonumber(ARGV[3])
 if now < tonumber(sale[1]) then

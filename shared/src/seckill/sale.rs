@@ -125,12 +125,14 @@ impl NewSale {
     }
 }
 
-/// Where a sale is in its lifecycle: created as a draft, then published (preheated, visible).
+/// Where a sale is in its lifecycle: created as a draft, then published (preheated, visible),
+/// then ended (by an operator before its end, or retired by reconciliation after it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Lifecycle {
     Draft,
     Published,
+    Ended,
 }
 
 impl Lifecycle {
@@ -138,6 +140,7 @@ impl Lifecycle {
         match self {
             Self::Draft => "DRAFT",
             Self::Published => "PUBLISHED",
+            Self::Ended => "ENDED",
         }
     }
 
@@ -145,6 +148,7 @@ impl Lifecycle {
         match raw {
             "DRAFT" => Some(Self::Draft),
             "PUBLISHED" => Some(Self::Published),
+            "ENDED" => Some(Self::Ended),
             _ => None,
         }
     }
@@ -250,7 +254,8 @@ pub trait SaleStore: Send + Sync {
     /// Writes a new draft.
     async fn create(&self, sale: &Sale) -> Result<(), StoreError>;
 
-    /// Moves a draft to PUBLISHED; a published sale stays as it is. `None` if unknown.
+    /// Moves a draft to PUBLISHED (and onto the live index); a published or ended sale stays
+    /// as it is and is answered as it is. `None` if unknown.
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError>;
 
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError>;
@@ -272,6 +277,9 @@ pub trait SaleCache: Send + Sync {
 pub enum PublishError {
     #[error("no sale {0}")]
     NotFound(SaleId),
+    /// Ended sales are never preheated again: that would reopen them.
+    #[error("sale {0} has ended; it cannot be published again")]
+    Ended(SaleId),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Published and preheated, but its detail page was not asked for.
@@ -294,6 +302,9 @@ pub async fn publish(
         .publish(id, now)
         .await?
         .ok_or_else(|| PublishError::NotFound(id.clone()))?;
+    if sale.state == Lifecycle::Ended {
+        return Err(PublishError::Ended(sale.id));
+    }
     cache.preheat(&sale).await?;
     pages.request(&sale.id).await?;
     Ok(sale)
@@ -326,7 +337,9 @@ pub(crate) mod fake {
         async fn publish(&self, id: &SaleId, _now: &str) -> Result<Option<Sale>, StoreError> {
             let mut sales = self.sales.lock().unwrap();
             Ok(sales.get_mut(id).map(|sale| {
-                sale.state = Lifecycle::Published;
+                if sale.state == Lifecycle::Draft {
+                    sale.state = Lifecycle::Published;
+                }
                 sale.clone()
             }))
         }

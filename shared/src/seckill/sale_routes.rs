@@ -21,7 +21,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 /// The `{id}` of the path.
-fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
+pub(super) fn path_sale(request: &Request) -> Result<SaleId, ApiError> {
     path_id(request, "id", "sale", SaleId::parse)
 }
 
@@ -34,7 +34,7 @@ fn rfc3339_of_ms(ms: i64) -> String {
 /// A sale as operators see it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SaleBody<'a> {
+pub(super) struct SaleBody<'a> {
     id: &'a SaleId,
     product_id: &'a str,
     title: &'a str,
@@ -48,7 +48,7 @@ struct SaleBody<'a> {
     created_at: &'a str,
 }
 
-fn sale_body(sale: &Sale) -> SaleBody<'_> {
+pub(super) fn sale_body(sale: &Sale) -> SaleBody<'_> {
     SaleBody {
         id: &sale.id,
         product_id: &sale.product_id,
@@ -98,6 +98,7 @@ pub async fn publish_sale(
     match sale::publish(route.store, route.cache, route.pages, &id, &now).await {
         Ok(sale) => Ok(json(StatusCode::OK, &sale_body(&sale))),
         Err(err @ PublishError::NotFound(_)) => Err(ApiError::not_found(err.to_string())),
+        Err(err @ PublishError::Ended(_)) => Err(ApiError::conflict("ENDED", err.to_string())),
         // The table or the cache failing: publishing again is how the operator retries.
         Err(PublishError::Store(err)) => Err(ApiError::store_unavailable(err)),
         Err(PublishError::Page(err)) => {

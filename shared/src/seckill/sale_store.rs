@@ -1,7 +1,7 @@
 //! DynamoDB adapter of [`SaleStore`]: the sale item `SALE#<id>` / `SALE` of the commerce
 //! table (key design in [`super::keys`]).
 
-use super::keys::{SALE_SK, sale_pk};
+use super::keys::{ALL_SALES_PK, LIVE_SALES_PK, SALE_SK, all_sales_sk, live_sale_sk, sale_pk};
 use super::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{Item, Table, get_n, get_s, key, n, s, write_retrying};
@@ -18,7 +18,7 @@ use time::format_description::well_known::Rfc3339;
 /// The commerce table's sales.
 #[derive(Clone, Debug)]
 pub struct DynamoSaleStore {
-    table: Table,
+    pub(super) table: Table,
 }
 
 impl DynamoSaleStore {
@@ -34,9 +34,14 @@ impl DynamoSaleStore {
     }
 }
 
-fn sale_item(sale: &Sale) -> Item {
+pub(super) fn sale_item(sale: &Sale) -> Item {
     let mut item = key(sale_pk(sale.id.as_str()), SALE_SK);
     item.extend([
+        ("gsi2pk".to_owned(), s(ALL_SALES_PK)),
+        (
+            "gsi2sk".to_owned(),
+            s(all_sales_sk(&sale.created_at, sale.id.as_str())),
+        ),
         ("entity".to_owned(), s("SALE")),
         ("saleId".to_owned(), s(sale.id.as_str())),
         ("productId".to_owned(), s(&sale.product_id)),
@@ -56,7 +61,7 @@ fn sale_item(sale: &Sale) -> Item {
     item
 }
 
-fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
+pub(super) fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
     let time = |name: &'static str| -> anyhow::Result<OffsetDateTime> {
         OffsetDateTime::parse(get_s(item, name)?, &Rfc3339)
             .with_context(|| format!("stored {name} is not RFC 3339"))
@@ -94,17 +99,27 @@ impl SaleStore for DynamoSaleStore {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError> {
+        // Its start is the live index's sort key. Published or ended already: answered as it is.
+        let starts_at = match self.get(id).await? {
+            None => return Ok(None),
+            Some(sale) if sale.state != Lifecycle::Draft => return Ok(Some(sale)),
+            Some(sale) => crate::clock::format(sale.starts_at),
+        };
         // The sale item is in every order-consumer transaction of the sale: publishing again
         // during the sale is refused while one is in flight, and retried.
         let update = self
             .table
             .update_item(key(sale_pk(id.as_str()), SALE_SK))
-            .update_expression("SET #state = :published, publishedAt = :now")
+            .update_expression(
+                "SET #state = :published, publishedAt = :now, gsi1pk = :live, gsi1sk = :start",
+            )
             .condition_expression("attribute_exists(pk) AND #state = :draft")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":published", s(Lifecycle::Published.as_str()))
             .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
             .expression_attribute_values(":now", s(now))
+            .expression_attribute_values(":live", s(LIVE_SALES_PK))
+            .expression_attribute_values(":start", s(live_sale_sk(&starts_at, id.as_str())))
             .return_values(ReturnValue::AllNew);
         let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
             update.clone().send()
@@ -123,9 +138,9 @@ impl SaleStore for DynamoSaleStore {
                     Some(UpdateItemError::ConditionalCheckFailedException(_))
                 ) =>
             {
-                // Unknown, or already published: publishing is idempotent.
+                // Unknown, or already published or ended: publishing is idempotent.
                 match self.get(id).await? {
-                    Some(sale) if sale.state == Lifecycle::Published => Ok(Some(sale)),
+                    Some(sale) if sale.state != Lifecycle::Draft => Ok(Some(sale)),
                     Some(_) => {
                         Err(anyhow::anyhow!("the sale changed while being published").into())
                     }

@@ -14,5 +14,7 @@ mod queue;
 mod redis_endpoint;
 mod redis_script;
 mod sale_admission;
+mod sale_end;
+mod sale_index;
 mod secret;
 mod support;

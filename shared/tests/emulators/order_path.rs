@@ -12,7 +12,9 @@ use app::cursor::PageLimit;
 use app::dynamo::{get_s, key, n, s};
 use app::ids::{OrderId, SaleId, UserId};
 use app::queue::Queue;
-use app::seckill::keys::{ORDER_SK, SALE_SK, SaleKeys, order_pk, sale_pk};
+use app::seckill::keys::{
+    LIVE_SALES_PK, ORDER_SK, SALE_SK, SaleKeys, live_sale_sk, order_pk, sale_pk,
+};
 use app::seckill::order_consumer::{self, OrderDeps};
 use app::seckill::order_store::DynamoOrderStore;
 use app::seckill::orders::{
@@ -54,6 +56,11 @@ impl World {
         let sale = SaleId::generate().as_str().to_owned();
         let mut item = key(sale_pk(&sale), SALE_SK);
         item.insert("state".to_owned(), s("PUBLISHED"));
+        // On the live index, as publishing puts it, ending in an hour.
+        item.insert("gsi1pk".to_owned(), s(LIVE_SALES_PK));
+        item.insert("gsi1sk".to_owned(), s(live_sale_sk("2026-12-01", &sale)));
+        let ends_at = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+        item.insert("endsAt".to_owned(), s(app::clock::format(ends_at)));
         item.insert("stockRemaining".to_owned(), n(dynamo_stock));
         item.insert("perUserLimit".to_owned(), n(per_user_limit));
         clients

@@ -24,6 +24,8 @@ use yaml_serde::Value;
 const SOCIAL: &str = "SocialTable.Arn";
 const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
 const COMMERCE: &str = "CommerceTable.Arn";
+/// The commerce table's index of the live sales (and of a user's orders).
+const LIVE_SALES: &str = "${CommerceTable.Arn}/index/gsi1";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
 /// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
 /// where the function exists without it).
@@ -240,10 +242,31 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             (COMMERCE, &["dynamodb:GetItem"]),
         ],
     ),
-    // published_sales (Scan), order and stock_remaining (GetItem).
+    // page: Query of the index of every sale.
+    (
+        "ListSalesFunction",
+        &[("${CommerceTable.Arn}/index/gsi2", &["dynamodb:Query"])],
+    ),
+    // get, then replace_draft (PutItem, conditional on the draft).
+    (
+        "EditSaleFunction",
+        &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:PutItem"])],
+    ),
+    // end (UpdateItem), get when the condition failed (GetItem); Redis is not IAM's.
+    (
+        "EndSaleFunction",
+        &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
+    ),
+    // live: Query of the live index.
+    ("SaleListingFunction", &[(LIVE_SALES, &["dynamodb:Query"])]),
+    // live_sales (Query of the sparse live index, never a Scan), order and stock_remaining
+    // (GetItem), retire_sale (UpdateItem).
     (
         "ReconcileFunction",
-        &[(COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"])],
+        &[
+            (LIVE_SALES, &["dynamodb:Query"]),
+            (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
+        ],
     ),
     // the group (DescribeReplicationGroups), then as ReconcileFunction, and the sale's item
     // to preheat it again (GetItem).
@@ -251,7 +274,8 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "CacheFailoverFunction",
         &[
             DESCRIBE_CACHE,
-            (COMMERCE, &["dynamodb:Scan", "dynamodb:GetItem"]),
+            (LIVE_SALES, &["dynamodb:Query"]),
+            (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ],
     ),
     // has_mfa: AdminGetUser of an admin signing in (see ALLOWED_WILDCARDS for the resource).

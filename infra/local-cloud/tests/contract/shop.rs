@@ -165,6 +165,7 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
     for pattern in [
         "/seckill/activities/*/orders",
         "/seckill/activities/*/publish",
+        "/seckill/activities/*/end",
     ] {
         let writes = behaviour(pattern);
         assert_eq!(writes["TargetOriginId"], "api", "{pattern}");
@@ -180,12 +181,17 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
     assert_eq!(detail["TargetOriginId"], "api");
     assert_eq!(text(&detail["CachePolicyId"]), "!Ref SaleDetailCachePolicy");
     assert!(detail.get("OriginRequestPolicyId").is_none(), "{detail:?}");
-    assert_eq!(list(&detail["AllowedMethods"]), ["GET", "HEAD"]);
+    // The draft's edit (PATCH) shares the detail's path.
+    assert!(list(&detail["AllowedMethods"]).contains(&"PATCH".to_owned()));
+    assert_eq!(list(&detail["CachedMethods"]), ["GET", "HEAD"]);
     // Every route under the cached prefix other than the detail is a write behaviour's.
     let model = project_model(&[]);
     for route in model.http_routes() {
         if let Some(rest) = route.path.strip_prefix("/seckill/activities/") {
-            let covered = rest == "{id}" || rest.ends_with("/orders") || rest.ends_with("/publish");
+            let covered = rest == "{id}"
+                || rest.ends_with("/orders")
+                || rest.ends_with("/publish")
+                || rest.ends_with("/end");
             assert!(
                 covered,
                 "{} {} has no behaviour of its own",
@@ -198,8 +204,24 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
     assert_eq!(ttl["MinTTL"], 0);
     assert_eq!(ttl["MaxTTL"], 1);
     let key = &ttl["ParametersInCacheKeyAndForwardedToOrigin"];
-    assert_eq!(key["HeadersConfig"]["HeaderBehavior"], "none");
+    // Only the token, which buyers' reads do not send, and the edit needs forwarded.
+    assert_eq!(key["HeadersConfig"]["HeaderBehavior"], "whitelist");
+    assert_eq!(list(&key["HeadersConfig"]["Headers"]), ["Authorization"]);
     assert_eq!(key["CookiesConfig"]["CookieBehavior"], "none");
+
+    // The home page's listing: public, cached for its max-age=2 (back_office_routes.rs).
+    let listing = behaviour("/seckill/listing");
+    assert_eq!(listing["TargetOriginId"], "api");
+    assert_eq!(
+        text(&listing["CachePolicyId"]),
+        "!Ref SaleListingCachePolicy"
+    );
+    assert_eq!(list(&listing["AllowedMethods"]), ["GET", "HEAD"]);
+    let ttl = &resource("SaleListingCachePolicy")["Properties"]["CachePolicyConfig"];
+    assert_eq!(ttl["MaxTTL"], 2);
+    let key = &ttl["ParametersInCacheKeyAndForwardedToOrigin"];
+    assert_eq!(key["HeadersConfig"]["HeaderBehavior"], "none");
+    assert_eq!(key["QueryStringsConfig"]["QueryStringBehavior"], "none");
 
     let outputs = yaml("template.yaml");
     let url = text(&outputs["Outputs"]["ShopUrl"]["Value"]);

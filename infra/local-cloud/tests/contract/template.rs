@@ -171,7 +171,8 @@ fn project_template_loads() {
     );
     assert_eq!(social.ttl_attribute.as_deref(), Some("expiresAt"));
     let commerce = table(&model, "CommerceTable");
-    assert_eq!(commerce.global_secondary_indexes.len(), 1);
+    // Orders by user, refunds due and the live sales (gsi1); every sale (gsi2).
+    assert_eq!(commerce.global_secondary_indexes.len(), 2);
     assert_eq!(commerce.stream_view_type, None);
     assert_eq!(commerce.ttl_attribute.as_deref(), Some("expiresAt"));
 }

@@ -3,6 +3,7 @@
 //! client would.
 
 mod abuse;
+mod back_office;
 mod browser;
 mod cache_failover;
 mod cold_start;

@@ -1,0 +1,11 @@
+//! `PATCH /seckill/activities/{id}` (admin): changes a draft.
+
+use app::boot::Boot;
+use app::http;
+use app::seckill::back_office_routes;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_http::Error> {
+    let store = Boot::start().sale_store().await;
+    http::run(|request| back_office_routes::edit_sale(&store, request)).await
+}
