@@ -642,7 +642,9 @@ async fn wait_for(client: &Client, css: &str, ok: impl Fn(&str) -> bool) -> anyh
 /// the start (countdown, button disabled), buys 2 when it opens and pays online through the
 /// provider's sandbox (her order page shows PAID); bea buys the last one, cash on delivery (the
 /// order page says it is kept for delivery); cid finds the button disabled and the page saying
-/// sold out; on another sale, dan's unpaid online order expires and its units come back. A
+/// sold out; on another sale, dan's unpaid online order expires and its units come back; the
+/// operator sees both in the back office and ends the second early, which the home page and
+/// its page then show ended. ada finds the first sale from the home page, not from its URL. A
 /// screenshot per step in `$LOCAL_STATE/shop-journey/`.
 #[tokio::test]
 async fn the_flash_sale_journey_from_the_ops_page_to_paid_cod_sold_out_and_expired_orders() {
@@ -670,9 +672,23 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     let sale_page = create_from_ops_page(client, "Phone", "3", "2", 15).await?;
     shot("01-ops-published").await?;
 
-    // 2. ada, before the start: the countdown runs and the button waits.
-    client.goto(&format!("{base}{sale_page}")).await?;
+    // 2. ada finds it on the home page, upcoming with its countdown, and opens it: the
+    // countdown runs there and the button waits.
+    client.goto(&format!("{base}/shop/")).await?;
     switch_user(client, "ada", false).await?;
+    let first = sale_page.rsplit('/').next().unwrap_or_default().to_owned();
+    let listed = format!("#sales li[data-sale-id='{first}']");
+    wait_for(client, &format!("{listed} .state"), |s| {
+        s.contains("starts in")
+    })
+    .await?;
+    shot("02-home-upcoming").await?;
+    client
+        .find(Locator::Css(&format!("{listed} a")))
+        .await?
+        .click()
+        .await?;
+    anyhow::ensure!(client.current_url().await?.path() == sale_page);
     wait_for(client, "#countdown", |c| c.starts_with("Starts in")).await?;
     anyhow::ensure!(
         disabled(client, "#buy").await?,
@@ -783,6 +799,49 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     wait_for(client, "h1", |h| h == "Flash sales").await?;
     anyhow::ensure!(client.current_url().await?.path() == "/shop/");
     shot("13-shop-home").await?;
+
+    // 6. The operator finds both sales in the back office and ends the second one early;
+    // the home page marks it ended and its page says so, the button disabled.
+    client.goto(&format!("{base}/shop/ops.html")).await?;
+    switch_user(client, "ops", true).await?;
+    let second_id = second.rsplit('/').next().unwrap_or_default().to_owned();
+    let row = |id: &str| format!("#sales-rows tr[data-sale-id='{id}']");
+    wait_for(client, &row(&first), |r| {
+        r.contains("Phone") && r.contains("PUBLISHED")
+    })
+    .await?;
+    wait_for(client, &row(&second_id), |r| {
+        r.contains("Tablet") && r.contains("2 / 2")
+    })
+    .await?;
+    shot("14-back-office").await?;
+    client
+        .find(Locator::Css(&format!(
+            "{} button[data-action=end]",
+            row(&second_id)
+        )))
+        .await?
+        .click()
+        .await?;
+    wait_for(client, "#sales-message", |m| m == "Ended \"Tablet\".").await?;
+    wait_for(client, &row(&second_id), |r| r.contains("ENDED")).await?;
+    shot("15-back-office-ended").await?;
+    client.goto(&format!("{base}/shop/")).await?;
+    switch_user(client, "eve", false).await?;
+    wait_for(
+        client,
+        &format!("#sales li[data-sale-id='{second_id}'] .state"),
+        |s| s.contains("ended"),
+    )
+    .await?;
+    shot("16-home-ended").await?;
+    client.goto(&format!("{base}{second}")).await?;
+    wait_for(client, "#state", |s| s == "This sale has ended").await?;
+    anyhow::ensure!(
+        disabled(client, "#buy").await?,
+        "an ended sale's button is enabled"
+    );
+    shot("17-detail-ended").await?;
     Ok(())
 }
 
