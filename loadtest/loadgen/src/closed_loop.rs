@@ -106,15 +106,6 @@ where
     Ok(run)
 }
 
-/// The `p` quantile (0 to 1) of latencies sorted ascending in microseconds, in milliseconds.
-pub fn percentile_ms(sorted_micros: &[u64], p: f64) -> f64 {
-    if sorted_micros.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted_micros.len() as f64 - 1.0) * p).round() as usize;
-    sorted_micros[index] as f64 / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,14 +222,5 @@ mod tests {
         assert_eq!(run.samples.len(), 10);
         assert!(run.samples.iter().all(|s| s.answer != 1));
         assert_eq!(run.failed_workers, ["worker 1 has no connection"]);
-    }
-
-    #[test]
-    fn percentiles_round_to_the_nearest_sample() {
-        let sorted: Vec<u64> = (1..=100).map(|ms| ms * 1000).collect();
-        assert_eq!(percentile_ms(&sorted, 0.5), 51.0);
-        assert_eq!(percentile_ms(&sorted, 0.99), 99.0);
-        assert_eq!(percentile_ms(&sorted, 1.0), 100.0);
-        assert_eq!(percentile_ms(&[], 0.5), 0.0);
     }
 }

@@ -2,7 +2,8 @@
 //! when stdout carries the JSON report), phase marks for a CPU sampler beside the run, and the
 //! order phase's timeline and its plot.
 
-use loadgen::{Outcome, Sample, percentile_ms};
+use loadgen::{Outcome, Sample};
+use percentiles::Percentiles;
 use plot::{Panel, Series};
 use serde::Serialize;
 use serde_json::Value;
@@ -22,15 +23,16 @@ pub(crate) struct Phase {
 }
 
 impl Phase {
-    pub fn new(mut micros: Vec<u64>, seconds: f64, outcomes: BTreeMap<String, u64>) -> Self {
-        micros.sort_unstable();
+    pub fn new(micros: Vec<u64>, seconds: f64, outcomes: BTreeMap<String, u64>) -> Self {
+        let latencies: Percentiles = micros.iter().map(|&us| us as f64 / 1000.0).collect();
+        let ms = |q| latencies.value_at(q).unwrap_or(0.0);
         Self {
-            requests: micros.len() as u64,
+            requests: latencies.count(),
             seconds,
-            per_second: micros.len() as f64 / seconds,
-            p50_ms: percentile_ms(&micros, 0.50),
-            p99_ms: percentile_ms(&micros, 0.99),
-            max_ms: percentile_ms(&micros, 1.0),
+            per_second: latencies.count() as f64 / seconds,
+            p50_ms: ms(0.50),
+            p99_ms: ms(0.99),
+            max_ms: ms(1.0),
             outcomes,
         }
     }

@@ -1,16 +1,12 @@
 //! Each function's invocations, errors, throttles and durations per second: what the
 //! runner itself sees of every invocation, recorded on the invocation's path under one
-//! short lock per function, without allocating.
+//! short lock per function. A second's histogram allocates only when its slot first meets a
+//! longer duration than any before it: slots are reused, and keep what they grew to.
 
-use super::histogram;
 use super::window::{Slot, Window};
+use percentiles::Percentiles;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-
-/// Duration buckets, a quarter octave each: from under 38 µs to over 7 min.
-const BUCKETS: usize = 96;
-/// The first bucket's number in [`histogram::bucket`] of microseconds: 2^5 µs.
-const FIRST_BUCKET: i32 = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -23,9 +19,8 @@ struct Second {
     invocations: u32,
     errors: u32,
     throttles: u32,
-    durations: [u32; BUCKETS],
-    min_us: u64,
-    max_us: u64,
+    /// Milliseconds.
+    durations: Percentiles,
 }
 
 impl Default for Second {
@@ -34,9 +29,7 @@ impl Default for Second {
             invocations: 0,
             errors: 0,
             throttles: 0,
-            durations: [0; BUCKETS],
-            min_us: u64::MAX,
-            max_us: 0,
+            durations: Percentiles::coarse(),
         }
     }
 }
@@ -46,28 +39,14 @@ impl Second {
         self.invocations += other.invocations;
         self.errors += other.errors;
         self.throttles += other.throttles;
-        for (mine, theirs) in self.durations.iter_mut().zip(&other.durations) {
-            *mine += theirs;
-        }
-        self.min_us = self.min_us.min(other.min_us);
-        self.max_us = self.max_us.max(other.max_us);
+        self.durations.add(&other.durations);
     }
 
-    /// Invocations and duration percentiles in milliseconds, to the microsecond.
+    /// Invocations and duration percentiles in milliseconds, to a hundredth.
     fn summary(&self) -> Summary {
-        let count = u64::from(self.invocations);
-        let quantile = |q| {
-            let buckets = self
-                .durations
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (i as i32 + FIRST_BUCKET, u64::from(*n)));
-            let micros =
-                histogram::quantile(buckets, count, q, self.min_us as f64, self.max_us as f64);
-            (micros / 10.0).round() / 100.0
-        };
+        let quantile = |q| (self.durations.value_at(q).unwrap_or(0.0) * 100.0).round() / 100.0;
         Summary {
-            invocations: count,
+            invocations: u64::from(self.invocations),
             p50: quantile(0.5),
             p95: quantile(0.95),
             p99: quantile(0.99),
@@ -77,7 +56,8 @@ impl Second {
 
 impl Slot for Second {
     fn reset(&mut self) {
-        *self = Self::default();
+        (self.invocations, self.errors, self.throttles) = (0, 0, 0);
+        self.durations.reset();
     }
 }
 
@@ -143,9 +123,7 @@ impl FunctionStats {
 
     /// An invocation answered (or failed) after `elapsed`, in `second`.
     pub(crate) fn invoked(&self, second: u64, elapsed: Duration, outcome: Outcome) {
-        let micros = elapsed.as_micros().min(u128::from(u64::MAX)) as u64;
-        let bucket = (histogram::bucket(micros.max(1) as f64) - FIRST_BUCKET)
-            .clamp(0, BUCKETS as i32 - 1) as usize;
+        let millis = elapsed.as_secs_f64() * 1000.0;
         let error = u32::from(outcome == Outcome::Error);
         let mut state = self.lock();
         state.invocations += 1;
@@ -153,9 +131,7 @@ impl FunctionStats {
         if let Some(slot) = state.window.at(second) {
             slot.invocations += 1;
             slot.errors += error;
-            slot.durations[bucket] += 1;
-            slot.min_us = slot.min_us.min(micros);
-            slot.max_us = slot.max_us.max(micros);
+            slot.durations.record(millis);
         }
     }
 

@@ -21,6 +21,7 @@ use crate::support::{
     Api, eventually, options, queue_depth, queue_url, report, sdk, start, unique_stack,
 };
 use local_cloud::faults::{Action, Rule, Service};
+use percentiles::Percentiles;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -50,9 +51,9 @@ struct Run {
     backlog: Vec<(f64, u32)>,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+/// The `q` quantile of the follows' latencies, by the project's percentiles.
+fn percentile(latencies: &Percentiles, q: f64) -> f64 {
+    latencies.value_at(q).expect("follows were sent")
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -149,15 +150,14 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
         series.push(task.await.unwrap());
     }
     let load_ended = Instant::now();
-    let mut latencies: Vec<f64> = series.iter().map(|(_, ms)| *ms).collect();
-    latencies.sort_by(f64::total_cmp);
+    let latencies: Percentiles = series.iter().map(|(_, ms)| *ms).collect();
     if mode == Mode::ConsumerOff {
         sampling.abort();
         let backlog = std::mem::take(&mut *backlog.lock().unwrap());
         cloud.stop().await;
         return Run {
-            p50_ms: percentile(&latencies, 50.0),
-            p99_ms: percentile(&latencies, 99.0),
+            p50_ms: percentile(&latencies, 0.5),
+            p99_ms: percentile(&latencies, 0.99),
             follows,
             peak_backlog: peak_of(&backlog),
             drain: Duration::ZERO,
@@ -201,8 +201,8 @@ async fn run(mode: Mode, rate: f64, seconds: f64) -> Run {
     let backlog = std::mem::take(&mut *backlog.lock().unwrap());
     cloud.stop().await;
     Run {
-        p50_ms: percentile(&latencies, 50.0),
-        p99_ms: percentile(&latencies, 99.0),
+        p50_ms: percentile(&latencies, 0.5),
+        p99_ms: percentile(&latencies, 0.99),
         follows,
         peak_backlog: peak_of(&backlog),
         drain,
