@@ -205,13 +205,16 @@ fn base_env(args: &Args) -> Vec<(String, String)> {
     env
 }
 
-/// A function's environment as the runner and Lambda give it, but for the Runtime API.
+/// A function's environment as the runner and Lambda give it, but for the Runtime API. The
+/// bench's endpoints win over the template's: it declares `AWS_ENDPOINT_URL` and `REDIS_URL`
+/// empty (for `sam local`'s env-vars file), and an empty one would send the functions to AWS.
 fn function_env(args: &Args, spec: Option<&FunctionSpec>, binary: &str) -> Vec<(String, String)> {
     let task_root = std::path::absolute(&args.binaries_dir).unwrap_or_default();
-    let mut env: BTreeMap<String, String> = base_env(args).into_iter().collect();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
     if let Some(spec) = spec {
         env.extend(spec.environment.clone());
     }
+    env.extend(base_env(args));
     let name = spec.map_or(binary, |spec| spec.name.as_str()).to_owned();
     let memory = spec.map_or(128, |spec| spec.memory_mb);
     env.extend(
@@ -691,4 +694,36 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_of_the_template_gets_the_benchs_stub_and_redis() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let args = Args::parse_from([
+            "bench",
+            "--redis-url",
+            "redis://127.0.0.1:6390",
+            "--stub-url",
+            "http://127.0.0.1:3999",
+        ]);
+        let functions = load_model(&args, &root.join("template.yaml"), "bench").expect("template");
+        let place_order = functions
+            .iter()
+            .find(|spec| spec.name.contains("PlaceOrder"))
+            .expect("the order function");
+        assert!(place_order.environment.contains_key("REDIS_URL"));
+        for spec in &functions {
+            let env: BTreeMap<_, _> = function_env(&args, Some(spec), "x").into_iter().collect();
+            assert_eq!(env["REDIS_URL"], "redis://127.0.0.1:6390", "{}", spec.name);
+            assert_eq!(
+                env["AWS_ENDPOINT_URL"], "http://127.0.0.1:3999",
+                "{}",
+                spec.name
+            );
+        }
+    }
 }
