@@ -1,11 +1,14 @@
 // Checkout: quantity, address and payment method, sent as the order's body to
-// POST /seckill/activities/{id}/orders; on 202 the order page follows the order.
+// POST /seckill/activities/{id}/orders with an Idempotency-Key per checkout attempt; on 202
+// the order page follows the order.
 "use strict";
 
 (() => {
   const saleId = shop.param("sale");
   const form = document.getElementById("checkout");
   const quantity = document.getElementById("quantity");
+  // The checkout attempt under way: its Idempotency-Key and the order it was made for.
+  let attempt = null;
 
   async function load() {
     if (!saleId) {
@@ -63,13 +66,23 @@
     const place = document.getElementById("place");
     place.disabled = true;
     shop.say("message", "Placing the order…");
+    // One Idempotency-Key per checkout attempt: a retry of the same order (after a lost
+    // answer, a 5xx or a 429) sends the same key, so the server answers the order it may
+    // already have taken instead of reserving again; a changed order, or one the server
+    // answered for good, gets a new key.
+    const order = body();
+    const request = JSON.stringify(order);
+    if (!attempt || attempt.request !== request) attempt = { key: crypto.randomUUID(), request };
     try {
       const path = `/seckill/activities/${encodeURIComponent(saleId)}/orders`;
-      const answer = await shop.api("POST", path, body());
+      const answer = await shop.api("POST", path, order, {
+        extra: { "idempotency-key": attempt.key },
+      });
       if (answer.status === 202) {
         location.assign(`/shop/order.html?id=${encodeURIComponent(answer.body.orderId)}`);
         return;
       }
+      if (answer.status < 500 && answer.status !== 429) attempt = null;
       shop.say("message", shop.problem(answer), "error");
     } catch {
       shop.say("message", "The order could not be sent; check the connection and retry.", "error");

@@ -107,9 +107,10 @@ const shop = (() => {
 
   // Calls the API; answers {status, body, headers}. The body is the parsed JSON, or null.
   // A public route is called without the token, which it does not need (and which the
-  // distribution's cached behaviour would not forward anyway).
-  async function api(method, path, body, { anonymous = false } = {}) {
-    const headers = { accept: "application/json" };
+  // distribution's cached behaviour would not forward anyway). `extra` adds request headers
+  // (e.g. the order route's Idempotency-Key).
+  async function api(method, path, body, { anonymous = false, extra = {} } = {}) {
+    const headers = { ...extra, accept: "application/json" };
     const token = sessionStorage.getItem(TOKEN);
     if (token && !anonymous) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers["content-type"] = "application/json";

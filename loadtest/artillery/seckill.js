@@ -23,6 +23,7 @@
 // sold out. Paying online needs the sandbox provider (stacks with EnablePaymentSandbox=true).
 'use strict';
 
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const auth = require('./lib/auth');
 const { envNumber, randomInt, checkStatus, call, forEachLimited, sleep, newRunId } = require('./lib/common');
@@ -93,6 +94,8 @@ async function pickBuyer(context) {
   const { token } = await auth.session(key, { sessions: context.vars.cognitoSessions });
   context.vars.token = token;
   context.vars.thinkTime = THINK_TIME;
+  // One order attempt, one Idempotency-Key (as the shop's checkout does).
+  context.vars.orderKey = crypto.randomUUID();
   context.vars.orderBody = {
     quantity: 1 + randomInt(MAX_QUANTITY),
     paymentMethod: Math.random() < ONLINE_SHARE ? 'ONLINE' : 'COD',

@@ -28,6 +28,8 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
         Verdict::LimitReached { .. } => "LIMIT_REACHED",
         Verdict::SoldOut => "SOLD_OUT",
         Verdict::NotEnoughStock { .. } => "NOT_ENOUGH_STOCK",
+        Verdict::Replayed { .. } => "REPLAY",
+        Verdict::KeyReused => "KEY_REUSED",
     }
 }
 
@@ -52,6 +54,7 @@ impl Worker for Reserver {
             checkout: Checkout::default(),
             now_ms: epoch_ms(OffsetDateTime::now_utc()),
             rate_limit_per_second: self.rate_limit,
+            idempotency: None,
         })
     }
 

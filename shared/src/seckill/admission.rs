@@ -5,11 +5,53 @@
 //! [`OrderPublisher`] port sends the event (SQS). A rejected attempt touches nothing but the
 //! admission store; if the event cannot be sent, the unit is released before the caller hears
 //! 503, so that a failed send never keeps stock away from other buyers.
+//!
+//! An attempt may carry the buyer's `Idempotency-Key` ([`OrderKey`]): the admission store
+//! records it in the same atomic step that reserves, so that a retry of an admitted attempt
+//! (its answer lost, or still on its way) reserves nothing and answers the same order; when
+//! that order's reservation is still pending the retry sends its event again, which the
+//! consumer takes once, so a crash between the reservation and the send loses nothing.
 
 use super::checkout::Checkout;
 use crate::events::{Envelope, ORDER_PLACED, OrderPlaced};
 use crate::ids::{SaleId, UserId};
 use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+/// How long an admitted order's `Idempotency-Key` answers the same order: 24 hours.
+pub const ORDER_KEY_TTL_MS: u64 = 24 * 60 * 60 * 1_000;
+
+/// The buyer's `Idempotency-Key` of an attempt and the request it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderKey {
+    /// The header's value, checked: 1 to 128 letters, digits, '-', '_' or '.'.
+    pub key: String,
+    /// A hash of the sale and the checkout: the same key with another request is refused.
+    pub fingerprint: String,
+}
+
+impl OrderKey {
+    /// The key of an attempt on `sale_id` with `checkout`; `None` unless `key` is a valid id.
+    pub fn new(key: &str, sale_id: &SaleId, checkout: &Checkout) -> Option<Self> {
+        if !crate::ids::valid_id(key) {
+            return None;
+        }
+        let request = (
+            sale_id.as_str(),
+            checkout.quantity,
+            &checkout.address,
+            checkout.payment_method,
+        );
+        let request = serde_json::to_vec(&request).expect("a checkout always serializes");
+        Some(Self {
+            key: key.to_owned(),
+            fingerprint: Sha256::digest(&request)
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect(),
+        })
+    }
+}
 
 /// One attempt to reserve an order's units.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,10 +65,12 @@ pub struct Reservation {
     pub now_ms: i64,
     /// Attempts a user may make per second, counted over every sale and whatever they answer.
     pub rate_limit_per_second: u32,
+    /// The buyer's `Idempotency-Key`, if the request had one.
+    pub idempotency: Option<OrderKey>,
 }
 
 /// The admission store's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The order's units are reserved, at this unit price.
     Reserved {
@@ -47,6 +91,16 @@ pub enum Verdict {
     NotEnoughStock {
         left: u32,
     },
+    /// The attempt's key admitted this order before, for the same request; nothing reserved.
+    Replayed {
+        order_id: String,
+        price_cents: u64,
+        /// When it was reserved, if the reservation is still pending (its event may never
+        /// have been sent); `None` once the consumer took the order over.
+        pending_since_ms: Option<i64>,
+    },
+    /// The attempt's key admitted an order for another request; nothing reserved.
+    KeyReused,
 }
 
 /// Who holds a materialized order and how many units it has: what releasing an order no
@@ -109,6 +163,8 @@ pub enum PlaceOrderError {
     SoldOut,
     #[error("only {left} unit{s} left", s = if *left == 1 { " is" } else { "s are" })]
     NotEnoughStock { left: u32 },
+    #[error("this Idempotency-Key was used for another order request; use a new key")]
+    KeyReused,
     /// The event could not be sent; the reservation was given back (or will be reconciled).
     #[error("the order could not be queued, please retry")]
     Unavailable(#[source] PublishError),
@@ -120,7 +176,8 @@ pub enum PlaceOrderError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlacedOrder {
     pub order_id: String,
-    pub event: Envelope<OrderPlaced>,
+    /// The attempt's key had admitted this order before: this answer repeats that one.
+    pub replayed: bool,
 }
 
 fn limit_message(room: u32) -> String {
@@ -166,6 +223,22 @@ pub async fn place_order(
 ) -> Result<PlacedOrder, PlaceOrderError> {
     let price_cents = match admission.reserve(reservation).await? {
         Verdict::Reserved { price_cents } => price_cents,
+        Verdict::Replayed {
+            order_id,
+            price_cents,
+            pending_since_ms,
+        } => {
+            return replayed(
+                publisher,
+                reservation,
+                order_id,
+                price_cents,
+                pending_since_ms,
+                occurred_at,
+            )
+            .await;
+        }
+        Verdict::KeyReused => return Err(PlaceOrderError::KeyReused),
         Verdict::UnknownSale => return Err(PlaceOrderError::UnknownSale),
         Verdict::NotStarted => return Err(PlaceOrderError::NotStarted),
         Verdict::Ended => return Err(PlaceOrderError::Ended),
@@ -192,7 +265,37 @@ pub async fn place_order(
     }
     Ok(PlacedOrder {
         order_id: reservation.order_id.clone(),
-        event,
+        replayed: false,
+    })
+}
+
+/// A retry of an admitted attempt: the same order. While its reservation is pending, the
+/// first attempt may have crashed before sending the event, so it is sent (again: the consumer
+/// takes an order once). A failed send here releases nothing: the reservation is the first
+/// attempt's, kept for the next retry or, after its grace period, the reconciliation.
+async fn replayed(
+    publisher: &dyn OrderPublisher,
+    reservation: &Reservation,
+    order_id: String,
+    price_cents: u64,
+    pending_since_ms: Option<i64>,
+    occurred_at: String,
+) -> Result<PlacedOrder, PlaceOrderError> {
+    if let Some(reserved_at_ms) = pending_since_ms {
+        let first = Reservation {
+            order_id: order_id.clone(),
+            now_ms: reserved_at_ms,
+            ..reservation.clone()
+        };
+        let event = order_placed(&first, price_cents, occurred_at);
+        publisher
+            .order_placed(&event)
+            .await
+            .map_err(PlaceOrderError::Unavailable)?;
+    }
+    Ok(PlacedOrder {
+        order_id,
+        replayed: true,
     })
 }
 
@@ -208,6 +311,9 @@ pub(crate) mod fake {
     /// A sale's window (ms), per-user limit, price and stock.
     pub type FakeSale = (i64, i64, u32, u64, i64);
 
+    /// What a buyer's key admitted: (fingerprint, order id, price, reserved at ms).
+    pub type KeptKey = (String, String, u64, i64);
+
     #[derive(Default)]
     pub struct MemoryAdmission {
         pub sales: Mutex<HashMap<SaleId, FakeSale>>,
@@ -217,6 +323,10 @@ pub(crate) mod fake {
         /// Order id → its buyer and units.
         pub pending: Mutex<HashMap<String, (UserId, u32)>>,
         pub released: Mutex<HashSet<String>>,
+        /// (buyer, key) → what it admitted, as `order-key`.
+        pub keys: Mutex<HashMap<(UserId, String), KeptKey>>,
+        /// Orders given up while still pending (never orders): their keys are free again.
+        pub withdrawn: Mutex<HashSet<String>>,
     }
 
     impl MemoryAdmission {
@@ -239,6 +349,24 @@ pub(crate) mod fake {
                 return Ok(Verdict::RateLimited);
             }
             drop(attempts);
+            if let Some(key) = &r.idempotency {
+                let kept = self.keys.lock().unwrap();
+                if let Some((fingerprint, order, price, at)) =
+                    kept.get(&(r.user_id.clone(), key.key.clone()))
+                {
+                    if *fingerprint != key.fingerprint {
+                        return Ok(Verdict::KeyReused);
+                    }
+                    if !self.withdrawn.lock().unwrap().contains(order) {
+                        let pending = self.pending.lock().unwrap().contains_key(order);
+                        return Ok(Verdict::Replayed {
+                            order_id: order.clone(),
+                            price_cents: *price,
+                            pending_since_ms: pending.then_some(*at),
+                        });
+                    }
+                }
+            }
             let mut sales = self.sales.lock().unwrap();
             let Some(sale) = sales.get_mut(&r.sale_id) else {
                 return Ok(Verdict::UnknownSale);
@@ -273,6 +401,17 @@ pub(crate) mod fake {
                 .lock()
                 .unwrap()
                 .insert(r.order_id.clone(), (r.user_id.clone(), quantity));
+            if let Some(key) = &r.idempotency {
+                self.keys.lock().unwrap().insert(
+                    (r.user_id.clone(), key.key.clone()),
+                    (
+                        key.fingerprint.clone(),
+                        r.order_id.clone(),
+                        sale.3,
+                        r.now_ms,
+                    ),
+                );
+            }
             Ok(Verdict::Reserved {
                 price_cents: sale.3,
             })
@@ -288,7 +427,10 @@ pub(crate) mod fake {
                 return Ok(false);
             }
             let (user, units) = match (self.pending.lock().unwrap().remove(order_id), holder) {
-                (Some(pending), _) => pending,
+                (Some(pending), _) => {
+                    self.withdrawn.lock().unwrap().insert(order_id.to_owned());
+                    pending
+                }
                 (None, Some(holder)) => (holder.user_id.clone(), holder.units),
                 (None, None) => {
                     self.released.lock().unwrap().remove(order_id);
@@ -349,6 +491,7 @@ mod tests {
             checkout: Checkout::default(),
             now_ms,
             rate_limit_per_second: 5,
+            idempotency: None,
         }
     }
 

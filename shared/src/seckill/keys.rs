@@ -13,7 +13,8 @@
 //! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs:units` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
-//! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; never removed (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
+//! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; removed only when the reservation is given up while still pending (it never became an order, and its `Idempotency-Key` is free again), otherwise kept (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
+//! | `user:{<userId>}:order-key:<key>` | hash `request`, `order`, `price` (expiring after 24 hours) | what the buyer's `Idempotency-Key` admitted: the request's fingerprint (sale and checkout, hashed), the order and its unit price; written by the admission script in the step that reserves, only for an admission, so at most one per order |
 //! | `user:{<userId>}:order-rate` | string (integer, expiring after a second) | the user's order attempts in the current one-second window, on every sale and whatever they answered (so `NOT_STARTED`, `ENDED` and unknown sales count too); one key per user, not per sale, so that spreading attempts over sales buys no extra budget |
 //!
 //! Commerce table:
@@ -65,6 +66,12 @@ impl SaleKeys {
 /// every sale (the admission script's rate limit).
 pub fn order_rate_key(user_id: &str) -> String {
     format!("user:{{{user_id}}}:order-rate")
+}
+
+/// The Redis key of what `user_id`'s `Idempotency-Key` `key` admitted (keys are per buyer:
+/// another buyer's same key is another key).
+pub fn order_key_key(user_id: &str, key: &str) -> String {
+    format!("user:{{{user_id}}}:order-key:{key}")
 }
 
 pub const SALE_SK: &str = "SALE";

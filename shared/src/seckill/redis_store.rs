@@ -4,9 +4,10 @@
 //!
 //! The key design is in [`super::keys`].
 
+use super::admission::ORDER_KEY_TTL_MS;
 use super::admission::{Admission, AdmissionError, Holder, Reservation, Verdict};
 use super::back_office::SaleCloser;
-use super::keys::{SaleKeys, order_rate_key};
+use super::keys::{SaleKeys, order_key_key, order_rate_key};
 use super::sale::{Lifecycle, Sale, SaleCache, SaleDetail, StoreError};
 use crate::clock::epoch_ms;
 use crate::ids::SaleId;
@@ -148,6 +149,22 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
         "LIMIT_REACHED" => Verdict::LimitReached { room: count()? },
         "SOLD_OUT" => Verdict::SoldOut,
         "NOT_ENOUGH_STOCK" => Verdict::NotEnoughStock { left: count()? },
+        "KEY_REUSED" => Verdict::KeyReused,
+        "REPLAY" => Verdict::Replayed {
+            price_cents: reply
+                .get(1)
+                .and_then(|price| price.parse().ok())
+                .context("the reserve script answered REPLAY without a price")?,
+            order_id: reply
+                .get(2)
+                .filter(|order| !order.is_empty())
+                .context("the reserve script answered REPLAY without an order")?
+                .clone(),
+            pending_since_ms: match reply.get(3).map(String::as_str) {
+                None | Some("") => None,
+                Some(at) => Some(at.parse().context("the reserve script's reservedAtMs")?),
+            },
+        },
         other => anyhow::bail!("the reserve script answered {other:?}"),
     })
 }
@@ -159,15 +176,19 @@ impl Admission for RedisSales {
         let keys = SaleKeys::new(r.sale_id.as_str());
         // The user's key, not the sale's: every attempt counts, on every sale.
         let rate = order_rate_key(r.user_id.as_str());
-        let script_keys = [
-            &keys.info,
+        let order_key = r
+            .idempotency
+            .as_ref()
+            .map(|key| order_key_key(r.user_id.as_str(), &key.key));
+        let mut script_keys = vec![
+            keys.info.as_str(),
             &keys.stock,
             &keys.bought,
             &keys.pending,
             &rate,
             &keys.orders,
-        ]
-        .map(String::as_str);
+        ];
+        script_keys.extend(order_key.as_deref());
         let reply: Vec<String> = self
             .reserve
             .call(&self.connection, &script_keys, |call| {
@@ -176,6 +197,9 @@ impl Admission for RedisSales {
                     .arg(r.now_ms)
                     .arg(r.rate_limit_per_second)
                     .arg(r.checkout.quantity);
+                if let Some(key) = &r.idempotency {
+                    call.arg(&key.fingerprint).arg(ORDER_KEY_TTL_MS);
+                }
             })
             .await
             .context("the reserve script failed")?;
@@ -190,7 +214,13 @@ impl Admission for RedisSales {
         holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError> {
         let keys = SaleKeys::new(sale_id.as_str());
-        let script_keys = [&keys.stock, &keys.bought, &keys.pending, &keys.released];
+        let script_keys = [
+            &keys.stock,
+            &keys.bought,
+            &keys.pending,
+            &keys.released,
+            &keys.orders,
+        ];
         let released: i64 = self
             .release
             .call(&self.connection, &script_keys.map(String::as_str), |call| {
@@ -253,6 +283,27 @@ mod tests {
             Verdict::RateLimited
         );
         assert!(verdict(&reply(&["OK", ""])).is_err());
+        assert_eq!(
+            verdict(&reply(&["REPLAY", "500", "s.o", "1700"])).unwrap(),
+            Verdict::Replayed {
+                order_id: "s.o".to_owned(),
+                price_cents: 500,
+                pending_since_ms: Some(1700)
+            }
+        );
+        assert_eq!(
+            verdict(&reply(&["REPLAY", "500", "s.o", ""])).unwrap(),
+            Verdict::Replayed {
+                order_id: "s.o".to_owned(),
+                price_cents: 500,
+                pending_since_ms: None
+            }
+        );
+        assert!(verdict(&reply(&["REPLAY", "500", ""])).is_err());
+        assert_eq!(
+            verdict(&reply(&["KEY_REUSED", ""])).unwrap(),
+            Verdict::KeyReused
+        );
         assert!(verdict(&reply(&["MAYBE"])).is_err());
     }
 }

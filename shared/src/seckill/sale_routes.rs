@@ -3,7 +3,7 @@
 //! The buyer routes (`get_sale`, `place_order`) read only the cache and the admission store,
 //! never DynamoDB.
 
-use super::admission::{self, Admission, OrderPublisher, PlaceOrderError, Reservation};
+use super::admission::{self, Admission, OrderKey, OrderPublisher, PlaceOrderError, Reservation};
 use super::checkout::{Checkout, CheckoutDto};
 use super::sale::{
     self, Lifecycle, NewSale, NewSaleDto, PublishError, Sale, SaleCache, SaleDetail, SaleState,
@@ -198,6 +198,11 @@ impl From<PlaceOrderError> for ApiError {
             PlaceOrderError::NotEnoughStock { .. } => {
                 ApiError::conflict("NOT_ENOUGH_STOCK", message)
             }
+            PlaceOrderError::KeyReused => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "IDEMPOTENCY_KEY_REUSED",
+                message,
+            ),
             PlaceOrderError::RateLimited => {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
             }
@@ -229,9 +234,48 @@ fn checkout(request: &Request) -> Result<Checkout, ApiError> {
     Checkout::parse(dto).map_err(|err| ApiError::bad_request(err.to_string()))
 }
 
+/// The header naming one order attempt, as payment APIs do.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Set on an answer that repeats an earlier attempt's (the same `Idempotency-Key`).
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The request's `Idempotency-Key` for this sale and checkout, if it has one; a malformed one
+/// (or more than one) is a 400.
+fn order_key(
+    request: &Request,
+    sale_id: &SaleId,
+    checkout: &Checkout,
+) -> Result<Option<OrderKey>, ApiError> {
+    let mut values = request.headers().get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .filter(|_| values.next().is_none())
+        .and_then(|key| OrderKey::new(key, sale_id, checkout))
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "Idempotency-Key must be one header of 1 to 128 characters of letters, digits, \
+                 '-', '_' or '.'",
+            )
+        })
+}
+
 /// `POST /seckill/activities/{id}/orders` (user): reserves the order's units (optional body
 /// `{quantity, address, paymentMethod}`, [`Checkout`]) and queues the order;
 /// `202 {orderId, status: "PENDING"}`, the order id naming the sale ([`OrderId`]).
+///
+/// With an `Idempotency-Key` header, an attempt that admitted an order binds the key to its
+/// request for 24 hours: a retry of it (same buyer, key, sale and body) answers the same `202`
+/// with `Idempotent-Replayed: true` and reserves nothing, even while the first attempt is still
+/// under way (the retry does not wait for it: the reservation and the key are one atomic step,
+/// and the retry sends the order's event again if it is still pending, which the consumer takes
+/// once); the same key with another sale or body is a 422 `IDEMPOTENCY_KEY_REUSED`. An attempt
+/// that reserved nothing (refused, or given up after a failed send) binds nothing: its retry is
+/// judged again.
 pub async fn place_order(
     route: &OrderRoute<'_>,
     request: Request,
@@ -239,6 +283,7 @@ pub async fn place_order(
     let caller = Caller::from_request(&request)?;
     let sale_id = path_sale(&request)?;
     let checkout = checkout(&request)?;
+    let idempotency = order_key(&request, &sale_id, &checkout)?;
     let now = OffsetDateTime::now_utc();
     let order_id = OrderId::generate(&sale_id).to_string();
     record_id("order", &order_id);
@@ -249,6 +294,7 @@ pub async fn place_order(
         checkout,
         now_ms: epoch_ms(now),
         rate_limit_per_second: route.rate_limit_per_second,
+        idempotency,
     };
     let placed = admission::place_order(
         route.admission,
@@ -257,13 +303,22 @@ pub async fn place_order(
         crate::clock::format(now),
     )
     .await?;
-    Ok(json(
+    if placed.replayed {
+        record_id("order", &placed.order_id);
+    }
+    let mut response = json(
         StatusCode::ACCEPTED,
         &AcceptedBody {
             order_id: &placed.order_id,
             status: "PENDING",
         },
-    ))
+    );
+    if placed.replayed {
+        response
+            .headers_mut()
+            .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    Ok(response)
 }
 
 #[cfg(test)]
@@ -637,5 +692,171 @@ mod tests {
         );
         assert_eq!(reply["error"]["message"], "only 2 units are left");
         assert_eq!(admission.stock(&sale), 2);
+    }
+
+    fn keyed(who: &str, sale: &SaleId, key: &str, body: &str) -> Request {
+        let mut request = with_id(
+            api_request("POST", "/o", body, claims_of(who)),
+            sale.as_str(),
+        );
+        request
+            .headers_mut()
+            .insert(IDEMPOTENCY_KEY, HeaderValue::from_str(key).unwrap());
+        request
+    }
+
+    /// An open sale with `stock` units, at most `limit` per buyer.
+    fn open_sale(admission: &MemoryAdmission, stock: i64, limit: u32) -> SaleId {
+        let sale = SaleId::generate();
+        let now = epoch_ms(OffsetDateTime::now_utc());
+        let open = (now - 1_000, now + 60_000, limit, 500, stock);
+        admission.sales.lock().unwrap().insert(sale.clone(), open);
+        sale
+    }
+
+    #[tokio::test]
+    async fn a_retry_with_the_same_idempotency_key_answers_the_first_order_and_reserves_nothing() {
+        let (admission, publisher) = (MemoryAdmission::default(), MemoryPublisher::default());
+        let sale = open_sale(&admission, 10, 3);
+        let other = open_sale(&admission, 10, 3);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 100,
+        };
+        let body = r#"{"quantity": 1}"#;
+        let response = place_order(&route, keyed("ann", &sale, "k-1", body))
+            .await
+            .unwrap();
+        assert!(response.headers().get(IDEMPOTENT_REPLAYED).is_none());
+        let (status, first) = answer(Ok(response));
+        assert_eq!(status, 202, "{first}");
+
+        // The answer was lost; the retry gets the same answer, marked as a replay, and the
+        // stock is taken once (without the key, ann could have reserved 3).
+        for _ in 0..2 {
+            let response = place_order(&route, keyed("ann", &sale, "k-1", body))
+                .await
+                .unwrap();
+            assert_eq!(response.headers()[IDEMPOTENT_REPLAYED], "true");
+            assert_eq!(answer(Ok(response)), (202, first.clone()));
+        }
+        assert_eq!(admission.stock(&sale), 9);
+        // Still pending: the retries sent the order's event again, the same order each time.
+        let sent: Vec<String> = (publisher.sent.lock().unwrap().iter())
+            .map(|event| event.payload.order_id.clone())
+            .collect();
+        assert_eq!(sent, [first["orderId"].as_str().unwrap(); 3]);
+
+        // The same key with another body or on another sale: refused, nothing reserved.
+        for request in [
+            keyed("ann", &sale, "k-1", r#"{"quantity": 2}"#),
+            keyed(
+                "ann",
+                &sale,
+                "k-1",
+                r#"{"quantity": 1, "paymentMethod": "COD"}"#,
+            ),
+            keyed("ann", &other, "k-1", body),
+        ] {
+            assert_refused(
+                &answer(place_order(&route, request).await),
+                422,
+                "IDEMPOTENCY_KEY_REUSED",
+                "another order request",
+            );
+        }
+        assert_eq!((admission.stock(&sale), admission.stock(&other)), (9, 10));
+        // Keys are per buyer: bob's k-1 is his own, and a new key is a new order.
+        let (status, bobs) = answer(place_order(&route, keyed("bob", &sale, "k-1", body)).await);
+        assert_eq!(status, 202);
+        assert_ne!(bobs["orderId"], first["orderId"]);
+        let (status, second) = answer(place_order(&route, keyed("ann", &sale, "k-2", body)).await);
+        assert_eq!(status, 202);
+        assert_ne!(second["orderId"], first["orderId"]);
+        assert_eq!(admission.stock(&sale), 7);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_idempotency_key_is_a_400_that_names_it() {
+        let (admission, publisher) = (MemoryAdmission::default(), MemoryPublisher::default());
+        let sale = open_sale(&admission, 10, 3);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 100,
+        };
+        let long = "k".repeat(129);
+        for key in ["", "a b", "a#b", "a:b", long.as_str()] {
+            let refused = answer(place_order(&route, keyed("ann", &sale, key, "")).await);
+            assert_refused(&refused, 400, "BAD_REQUEST", "Idempotency-Key");
+        }
+        let mut twice = keyed("ann", &sale, "k-1", "");
+        (twice.headers_mut()).append(IDEMPOTENCY_KEY, HeaderValue::from_static("k-2"));
+        let refused = answer(place_order(&route, twice).await);
+        assert_refused(&refused, 400, "BAD_REQUEST", "Idempotency-Key");
+        assert_eq!(admission.stock(&sale), 10);
+        assert_eq!(
+            answer(place_order(&route, keyed("ann", &sale, &"k".repeat(128), "")).await).0,
+            202
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_a_crash_before_the_send_sends_the_first_orders_event_once() {
+        let (admission, publisher) = (MemoryAdmission::default(), MemoryPublisher::default());
+        let sale = open_sale(&admission, 10, 3);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 100,
+        };
+        // The first attempt reserved (key recorded in the same step), then its function died
+        // before sending the event.
+        let checkout = Checkout::default();
+        let first = Reservation {
+            sale_id: sale.clone(),
+            user_id: crate::ids::UserId::parse("ann").unwrap(),
+            order_id: OrderId::generate(&sale).to_string(),
+            checkout: checkout.clone(),
+            now_ms: epoch_ms(OffsetDateTime::now_utc()) - 500,
+            rate_limit_per_second: 100,
+            idempotency: OrderKey::new("k-1", &sale, &checkout),
+        };
+        assert!(matches!(
+            admission.reserve(&first).await.unwrap(),
+            Verdict::Reserved { .. }
+        ));
+        let (status, body) = answer(place_order(&route, keyed("ann", &sale, "k-1", "")).await);
+        assert_eq!(
+            (status, body["orderId"].as_str()),
+            (202, Some(first.order_id.as_str()))
+        );
+        let sent = publisher.sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].payload.order_id, first.order_id);
+        assert_eq!(sent[0].payload.reserved_at_ms, first.now_ms);
+        assert_eq!(sent[0].payload.price_cents, 500);
+        assert_eq!(admission.stock(&sale), 9);
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_attempt_failed_to_send_is_free_for_the_retry() {
+        let (admission, publisher) = (MemoryAdmission::default(), MemoryPublisher::default());
+        let sale = open_sale(&admission, 1, 1);
+        let route = OrderRoute {
+            admission: &admission,
+            publisher: &publisher,
+            rate_limit_per_second: 100,
+        };
+        publisher.fail.store(true, Ordering::SeqCst);
+        let (status, _) = answer(place_order(&route, keyed("ann", &sale, "k-1", "")).await);
+        assert_eq!(status, 503);
+        assert_eq!(admission.stock(&sale), 1);
+        publisher.fail.store(false, Ordering::SeqCst);
+        let (status, body) = answer(place_order(&route, keyed("ann", &sale, "k-1", "")).await);
+        assert_eq!(status, 202, "{body}");
+        assert_eq!(admission.stock(&sale), 0);
+        assert_eq!(publisher.sent.lock().unwrap().len(), 1);
     }
 }

@@ -51,6 +51,7 @@ fn attempt(sale: &Sale, user: &str, rate: u32) -> Reservation {
         checkout: Checkout::default(),
         now_ms: epoch_ms(OffsetDateTime::now_utc()),
         rate_limit_per_second: rate,
+        idempotency: None,
     }
 }
 
@@ -465,4 +466,134 @@ async fn an_order_of_several_units_is_reserved_and_released_whole() {
     let bought: HashMap<String, u32> = connection.hgetall(&keys.bought).await.unwrap();
     assert_eq!(bought, HashMap::from([(bob.clone(), 2)]));
     cleanup(&[&sale], &[&ann, &bob, &cid]).await;
+}
+
+#[tokio::test]
+async fn an_idempotency_key_admits_once_per_buyer_and_is_free_again_when_the_order_is_given_up() {
+    use app::seckill::admission::{ORDER_KEY_TTL_MS, OrderKey};
+    use app::seckill::keys::order_key_key;
+    use app::seckill::orders::Reservations;
+    let (sales, sale) = preheated(10, 5).await;
+    let [ann, bob] = ["ann", "bob"].map(unique);
+    let reservations = RedisReservations::new(redis().await);
+    let keyed = |user: &str, key: &str, checkout: Checkout| Reservation {
+        idempotency: OrderKey::new(key, &sale.id, &checkout),
+        checkout,
+        ..attempt(&sale, user, 100)
+    };
+    let stock = || async {
+        let mut connection = redis().await;
+        let stock: i64 = connection
+            .get(SaleKeys::new(sale.id.as_str()).stock)
+            .await
+            .unwrap();
+        stock
+    };
+
+    let first = keyed(&ann, "k1", Checkout::default());
+    assert!(matches!(
+        sales.reserve(&first).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    // A retry: the same order, still pending since the first attempt's time; nothing reserved.
+    let retry = keyed(&ann, "k1", Checkout::default());
+    assert_eq!(
+        sales.reserve(&retry).await.unwrap(),
+        Verdict::Replayed {
+            order_id: first.order_id.clone(),
+            price_cents: 19_900,
+            pending_since_ms: Some(first.now_ms),
+        }
+    );
+    assert_eq!(stock().await, 9);
+    // Another body, or another sale, under the same key: refused.
+    let two = Checkout {
+        quantity: 2,
+        ..Checkout::default()
+    };
+    assert_eq!(
+        sales.reserve(&keyed(&ann, "k1", two)).await.unwrap(),
+        Verdict::KeyReused
+    );
+    // Bob's k1 is his own.
+    assert!(matches!(
+        sales
+            .reserve(&keyed(&bob, "k1", Checkout::default()))
+            .await
+            .unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(stock().await, 8);
+    // The key lives a day.
+    let mut connection = redis().await;
+    let ttl: i64 = connection.pttl(order_key_key(&ann, "k1")).await.unwrap();
+    assert!(ttl > 0 && ttl <= ORDER_KEY_TTL_MS as i64, "{ttl}");
+
+    // Once the consumer took the order over, the retry still answers it, with nothing to send.
+    reservations
+        .claim(sale.id.as_str(), std::slice::from_ref(&first.order_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        sales.reserve(&retry).await.unwrap(),
+        Verdict::Replayed {
+            order_id: first.order_id.clone(),
+            price_cents: 19_900,
+            pending_since_ms: None,
+        }
+    );
+    // Even after the materialized order was cancelled and its units given back.
+    let holder = Holder {
+        user_id: UserId::parse(&ann).unwrap(),
+        units: 1,
+    };
+    assert!(
+        sales
+            .release(&sale.id, &first.order_id, Some(&holder))
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        sales.reserve(&retry).await.unwrap(),
+        Verdict::Replayed { .. }
+    ));
+
+    // A reservation given up while pending (its event could not be sent) never became an
+    // order: its key is free, and the next attempt with it is judged anew.
+    let failed = keyed(&ann, "k2", Checkout::default());
+    assert!(matches!(
+        sales.reserve(&failed).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert!(
+        sales
+            .release(&sale.id, &failed.order_id, None)
+            .await
+            .unwrap()
+    );
+    let again = keyed(&ann, "k2", Checkout::default());
+    assert!(matches!(
+        sales.reserve(&again).await.unwrap(),
+        Verdict::Reserved { .. }
+    ));
+    assert_eq!(
+        sales
+            .reserve(&keyed(&ann, "k2", Checkout::default()))
+            .await
+            .unwrap(),
+        Verdict::Replayed {
+            order_id: again.order_id.clone(),
+            price_cents: 19_900,
+            pending_since_ms: Some(again.now_ms),
+        }
+    );
+    let _: () = connection
+        .del(&[
+            order_key_key(&ann, "k1"),
+            order_key_key(&ann, "k2"),
+            order_key_key(&bob, "k1"),
+        ])
+        .await
+        .unwrap();
+    cleanup(&[&sale], &[&ann, &bob]).await;
 }

@@ -85,6 +85,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
                 checkout: Checkout::default(),
                 now_ms: epoch_ms(OffsetDateTime::now_utc()),
                 rate_limit_per_second: 5,
+                idempotency: None,
             };
             let verdict = cache.reserve(&reservation).await.unwrap();
             (after_end, reservation, verdict)
@@ -185,6 +186,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         checkout: Checkout::default(),
         now_ms: epoch_ms(OffsetDateTime::now_utc()) - 60_000,
         rate_limit_per_second: 5,
+        idempotency: None,
     };
     assert_eq!(cache.reserve(&late).await.unwrap(), Verdict::Ended);
 }

@@ -390,3 +390,68 @@ async fn orders_of_several_units_with_an_address_cod_kept_and_an_unpaid_one_give
     assert_eq!(status, 202, "{body}");
     cloud.stop().await;
 }
+
+/// A buyer's answer is lost (the client gives up while the order's event is still being sent)
+/// and the checkout retries with the same `Idempotency-Key`: the retry answers the first
+/// attempt's order, and exactly one order and one unit come of the two attempts.
+#[tokio::test]
+async fn a_retry_after_a_dropped_answer_with_the_same_idempotency_key_makes_one_order() {
+    // Every SendMessage of the order route lands, but answers 3 s late.
+    let cloud = start_with(&["PlaceOrderFunction:sqs.SendMessage:hang=3s"], &[]).await;
+    let sale = open_sale(&cloud, 5, 3).await;
+    let buyer = "ida-key";
+    let api = Api::new(&cloud, Some(buyer));
+    let path = format!("/seckill/activities/{sale}/orders");
+    let body = json!({"quantity": 1, "paymentMethod": "COD"}).to_string();
+    let key = [("idempotency-key", "checkout-7f3a")];
+
+    let first = {
+        let (api, path, body) = (api.clone(), path.clone(), body.clone());
+        tokio::spawn(async move { api.send("POST", &path, &key, body).await })
+    };
+    // Reserved (the unit is gone from the live stock), the event on its way: the client drops
+    // the connection before the answer comes.
+    eventually(WAIT, "the first attempt reserved", || async {
+        (detail(&cloud, &sale).await["stockRemaining"] == 4).then_some(())
+    })
+    .await;
+    assert!(
+        !first.is_finished(),
+        "the first answer came before it could be dropped"
+    );
+    first.abort();
+
+    let (status, retried) = api.send("POST", &path, &key, body.clone()).await;
+    assert_eq!(status, 202, "{retried}");
+    let order = retried["orderId"].as_str().unwrap().to_owned();
+    // Asked again, with the send no longer slow: the same order again.
+    cloud.faults.set_rules("PlaceOrderFunction", Vec::new());
+    let (status, again) = api.send("POST", &path, &key, body).await;
+    assert_eq!((status, &again), (202, &retried));
+    // The same key with another request is refused, and reserves nothing.
+    let other = json!({"quantity": 2}).to_string();
+    let refused = api.send("POST", &path, &key, other).await;
+    assert_eq!(
+        status_and_code(&refused),
+        (422, Some("IDEMPOTENCY_KEY_REUSED")),
+        "{refused:?}"
+    );
+
+    let status = eventually(WAIT, "the order is materialized", || async {
+        order_status(&cloud, buyer, &order)
+            .await
+            .filter(|status| status != "PENDING")
+    })
+    .await;
+    assert_eq!(status, "COD");
+    // Give the first attempt's own (late) event time to arrive, then count.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (status, listed) = api.call("GET", "/orders?limit=10", None).await;
+    assert_eq!(status, 200, "{listed}");
+    let ids: Vec<&str> = (listed["items"].as_array().unwrap().iter())
+        .map(|item| item["orderId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [order.as_str()], "{listed}");
+    assert_eq!(detail(&cloud, &sale).await["stockRemaining"], 4);
+    assert_eq!(dynamodb_stock(&cloud, &sale).await, 4);
+}
