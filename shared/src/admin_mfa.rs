@@ -1,12 +1,19 @@
 //! The admin group's MFA guard: a Cognito Pre Token Generation trigger that takes `admin` out
-//! of the tokens of an operator who has no MFA configured, so that the admin routes answer
-//! 403 until they set up a second factor.
+//! of the tokens of an operator whose second factor is not both configured and verified by
+//! another operator, so that the admin routes answer 403 until it is.
 //!
 //! With `MfaScope=admins` the pool's MFA is `OPTIONAL`: a user with TOTP set up is always
-//! challenged at sign-in, one without it is not. The guard therefore asks the directory
-//! ([`MfaDirectory`]) whether an admin has a factor; a user outside the group is answered
-//! without any call, and a directory that cannot answer fails closed (no `admin` in the
-//! token, sign-in still succeeds).
+//! challenged at sign-in, one without it is not. A factor configured is not enough, though:
+//! whoever holds an un-enrolled admin's temporary password can sign in and enrol their own
+//! authenticator. So `admin` reaches a token only when the member is also in
+//! [`MFA_VERIFIED_GROUP`], which an operator adds them to (`AdminAddUserToGroup`, an IAM call no
+//! user can make for themselves) after checking, with the person, that the factor just enrolled
+//! is theirs; docs/deploying.md, "The user pool", has the procedure. The guard reads the groups
+//! from the event (no call), then asks the directory ([`MfaDirectory`]) whether the verified
+//! admin still has a factor; a user outside the admin group is answered without any call, and a
+//! directory that cannot answer fails closed (no `admin` in the token, sign-in still succeeds).
+//! Every refusal is counted (`AdminTokensRefused`, by reason): an `UNVERIFIED` one is an admin
+//! who enrolled a factor no operator verified, which `AdminMfaUnverifiedAlarm` reports.
 //!
 //! The V2 event (`LambdaVersion: V2_0`) is used because only its group override reaches the
 //! access token as well as the ID token; the API accepts both. A V1 event (a trigger set up
@@ -17,6 +24,10 @@ use crate::auth::ADMIN_GROUP;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// The group an operator adds an admin to once they verified, with the person, that the
+/// second factor the admin enrolled is theirs. Without it `admin` never reaches a token.
+pub const MFA_VERIFIED_GROUP: &str = "admin-mfa-verified";
 
 /// Whether a user of a pool has a second factor configured.
 #[async_trait]
@@ -70,9 +81,13 @@ struct GroupConfiguration {
 pub enum Verdict {
     /// Not an admin: nothing to check, the token is issued as Cognito built it.
     NotAdmin,
-    /// An admin with MFA configured: the token keeps `admin`.
+    /// An admin whose factor an operator verified, and who still has it: the token keeps
+    /// `admin`.
     AdminWithMfa,
-    /// An admin without MFA: `admin` is removed.
+    /// An admin whose enrolment no operator verified (not in [`MFA_VERIFIED_GROUP`]), whatever
+    /// factor they set up: `admin` is removed.
+    AdminUnverified,
+    /// A verified admin without MFA (it was reset since): `admin` is removed.
     AdminWithoutMfa,
     /// The directory could not answer: `admin` is removed (fail closed).
     Unknown,
@@ -81,6 +96,16 @@ pub enum Verdict {
 impl Verdict {
     fn keeps_admin(&self) -> bool {
         matches!(self, Verdict::NotAdmin | Verdict::AdminWithMfa)
+    }
+
+    /// Why `admin` was removed, as the `AdminTokensRefused` metric's `Reason` says it.
+    pub fn refusal(&self) -> Option<&'static str> {
+        match self {
+            Verdict::NotAdmin | Verdict::AdminWithMfa => None,
+            Verdict::AdminUnverified => Some("UNVERIFIED"),
+            Verdict::AdminWithoutMfa => Some("NO_MFA"),
+            Verdict::Unknown => Some("UNKNOWN"),
+        }
     }
 }
 
@@ -91,8 +116,12 @@ pub async fn verdict(
     username: &str,
     groups: &[String],
 ) -> Verdict {
-    if !groups.iter().any(|group| group == ADMIN_GROUP) {
+    let member = |name: &str| groups.iter().any(|group| group == name);
+    if !member(ADMIN_GROUP) {
         return Verdict::NotAdmin;
+    }
+    if !member(MFA_VERIFIED_GROUP) {
+        return Verdict::AdminUnverified;
     }
     match directory.has_mfa(pool_id, username).await {
         Ok(true) => Verdict::AdminWithMfa,
@@ -128,6 +157,9 @@ pub async fn guard(directory: &dyn MfaDirectory, mut event: Value) -> Result<Val
         ?verdict,
         "admin without a verified second factor: admin removed from the token"
     );
+    if let Some(reason) = verdict.refusal() {
+        crate::emf::admin_token_refused(reason);
+    }
     let override_details = json!({
         "groupsToOverride": current.iter().filter(|group| *group != ADMIN_GROUP).collect::<Vec<_>>(),
         "iamRolesToOverride": groups.iam_roles_to_override.unwrap_or_default(),
@@ -269,10 +301,13 @@ mod tests {
         assert_eq!(directory.calls(), 0);
     }
 
+    /// An admin whose enrolment an operator verified.
+    const VERIFIED: [&str; 2] = ["admin", MFA_VERIFIED_GROUP];
+
     #[tokio::test]
-    async fn an_admin_with_mfa_keeps_admin() {
+    async fn a_verified_admin_with_mfa_keeps_admin() {
         let directory = FakeDirectory::with(&[("ops", true)]);
-        let sent = event("2", "ops", &["admin"]);
+        let sent = event("2", "ops", &VERIFIED);
         let answer = guard(&directory, sent.clone()).await.unwrap();
         assert_eq!(answer, sent);
         assert_eq!(
@@ -282,12 +317,39 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_admin_without_mfa_loses_admin_and_keeps_other_groups() {
-        let directory = FakeDirectory::with(&[("ops", false)]);
+    async fn an_admin_who_enrolled_a_factor_no_operator_verified_loses_admin() {
+        // The attack: the temporary password's holder enrolled their own authenticator. The
+        // factor is there; the operator's verification is not.
+        let directory = FakeDirectory::with(&[("ops", true)]);
         let answer = guard(&directory, event("2", "ops", &["buyers", "admin"]))
             .await
             .unwrap();
         assert_eq!(groups_in_token(&answer), Some(vec!["buyers".to_owned()]));
+        assert_eq!(
+            directory.calls(),
+            0,
+            "decided from the event's groups alone"
+        );
+        assert_eq!(
+            verdict(&directory, "p", "ops", &["admin".to_owned()]).await,
+            Verdict::AdminUnverified
+        );
+        assert_eq!(Verdict::AdminUnverified.refusal(), Some("UNVERIFIED"));
+    }
+
+    #[tokio::test]
+    async fn a_verified_admin_without_mfa_loses_admin_and_keeps_other_groups() {
+        let directory = FakeDirectory::with(&[("ops", false)]);
+        let answer = guard(
+            &directory,
+            event("2", "ops", &["buyers", "admin", MFA_VERIFIED_GROUP]),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            groups_in_token(&answer),
+            Some(vec!["buyers".to_owned(), MFA_VERIFIED_GROUP.to_owned()])
+        );
         let details = &answer["response"]["claimsAndScopeOverrideDetails"]["groupOverrideDetails"];
         assert_eq!(details["iamRolesToOverride"], json!([]));
         assert_eq!(
@@ -302,21 +364,24 @@ mod tests {
             down: true,
             ..FakeDirectory::default()
         };
-        let answer = guard(&directory, event("2", "ops", &["admin"]))
+        let answer = guard(&directory, event("2", "ops", &VERIFIED))
             .await
             .unwrap();
-        assert_eq!(groups_in_token(&answer), Some(vec![]));
+        assert_eq!(
+            groups_in_token(&answer),
+            Some(vec![MFA_VERIFIED_GROUP.to_owned()])
+        );
     }
 
     #[tokio::test]
     async fn a_v1_event_gets_the_v1_response_shape() {
         let directory = FakeDirectory::with(&[("ops", false)]);
-        let answer = guard(&directory, event("1", "ops", &["admin"]))
+        let answer = guard(&directory, event("1", "ops", &VERIFIED))
             .await
             .unwrap();
         assert_eq!(
             answer["response"]["claimsOverrideDetails"]["groupOverrideDetails"]["groupsToOverride"],
-            json!([])
+            json!([MFA_VERIFIED_GROUP])
         );
     }
 

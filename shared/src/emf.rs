@@ -38,6 +38,7 @@
 //! | `StockCapped` | Count | | units taken off Redis's stock because DynamoDB could not confirm them |
 //! | `StockDrift` | Count | | per published sale and reconciliation: Redis's stock minus DynamoDB's |
 //! | `RefundsDue` | Count | `Reason` | payments that succeeded for an order that could not take them (cancelled, rejected, already settled, another amount, a payment never opened), recorded for refund |
+//! | `AdminTokensRefused` | Count | `Reason` | tokens the admin MFA guard issued without `admin`: `UNVERIFIED` (a factor no operator verified: the signature of someone enrolling their own authenticator with an admin's temporary password), `NO_MFA`, `UNKNOWN` (the directory could not answer) |
 //! | `Retries` | Count | `Reason` | DynamoDB calls refused for a moment and retried; the reason as DynamoDB names it: `TransactionConflict`, `Throttling`, `ProvisionedThroughputExceeded`, … |
 
 use crate::telemetry;
@@ -68,6 +69,7 @@ pub mod name {
     pub const STOCK_DRIFT: &str = "StockDrift";
     pub const RETRIES: &str = "Retries";
     pub const REFUNDS_DUE: &str = "RefundsDue";
+    pub const ADMIN_TOKENS_REFUSED: &str = "AdminTokensRefused";
 }
 
 /// The dimension every metric has: the function's name.
@@ -130,6 +132,11 @@ fn describe() {
         (STOCK_CAPPED, "units taken off Redis's stock"),
         (STOCK_DRIFT, "Redis's stock minus DynamoDB's, per sale"),
         (RETRIES, "attempts retried, by reason"),
+        (REFUNDS_DUE, "payments recorded for refund, by reason"),
+        (
+            ADMIN_TOKENS_REFUSED,
+            "tokens issued without admin, by reason",
+        ),
     ];
     for (name, description) in counts {
         match name {
@@ -255,6 +262,11 @@ pub fn reconciled(released_units: u64, capped: u64, drift: Option<i64>) {
 /// A payment recorded for refund, for `reason` (`ORDER_CANCELLED`, ...).
 pub fn refund_due(reason: &'static str) {
     counter!(name::REFUNDS_DUE, REASON => reason).increment(1);
+}
+
+/// A token the admin MFA guard issued without `admin`, for `reason` (`UNVERIFIED`, ...).
+pub fn admin_token_refused(reason: &'static str) {
+    counter!(name::ADMIN_TOKENS_REFUSED, REASON => reason).increment(1);
 }
 
 /// A call refused for `reason` (DynamoDB's name for it, e.g. `TransactionConflict`) and

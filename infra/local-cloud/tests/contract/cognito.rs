@@ -479,3 +479,95 @@ fn the_pool_mails_through_ses_when_given_an_identity_and_cognito_otherwise() {
         "Shop <no-reply@shop.example.com>"
     );
 }
+
+/// `yaml`'s text, e.g. `!Ref AlarmTopic`.
+fn written(value: &Value) -> String {
+    yaml_serde::to_string(value).unwrap().trim().to_owned()
+}
+
+#[test]
+fn admin_needs_an_operator_verified_enrolment_and_every_mfa_change_reaches_the_operators() {
+    use app::admin_mfa::{MFA_VERIFIED_GROUP, Verdict};
+    use app::emf;
+    for scope in ["admins", "everyone"] {
+        let stack = Stack::new(&[("MfaScope", scope)]);
+        // The group the guard requires beside admin: only an IAM call adds a user to it.
+        let group = stack.properties("AdminMfaVerifiedGroup");
+        assert_eq!(group["GroupName"], MFA_VERIFIED_GROUP);
+        assert_eq!(written(&group["UserPoolId"]), "!Ref UserPool");
+
+        // Second factors set up, verified, preferred or reset, and the admin groups changed,
+        // in any pool: to the operators' topic, which lets exactly this rule publish.
+        let rule = stack.properties("AdminMfaChangeRule");
+        let pattern = &rule["EventPattern"];
+        assert_eq!(strings(&pattern["source"]), ["aws.cognito-idp"]);
+        assert_eq!(
+            strings(&pattern["detail-type"]),
+            ["AWS API Call via CloudTrail"]
+        );
+        let calls = strings(&pattern["detail"]["eventName"]);
+        for call in [
+            "AssociateSoftwareToken",
+            "VerifySoftwareToken",
+            "SetUserMFAPreference",
+            "AdminSetUserMFAPreference",
+            "AdminAddUserToGroup",
+            "AdminRemoveUserFromGroup",
+        ] {
+            assert!(calls.iter().any(|c| c == call), "{call} not watched");
+        }
+        assert_eq!(rule["State"], "ENABLED");
+        let targets = rule["Targets"].as_sequence().unwrap();
+        assert_eq!(targets.len(), 1);
+        assert_eq!(written(&targets[0]["Arn"]), "!Ref AlarmTopic");
+        let policy = stack.properties("AlarmTopicPolicy");
+        assert_eq!(written(&policy["Topics"][0]), "!Ref AlarmTopic");
+        let statements = policy["PolicyDocument"]["Statement"].as_sequence().unwrap();
+        let events = statements
+            .iter()
+            .find(|s| s["Principal"]["Service"] == "events.amazonaws.com")
+            .expect("EventBridge may publish");
+        assert_eq!(events["Action"], "sns:Publish");
+        assert_eq!(
+            written(&events["Condition"]["ArnEquals"]["aws:SourceArn"]),
+            "!GetAtt AdminMfaChangeRule.Arn",
+            "only the rule, not any rule of the account"
+        );
+        assert!(
+            statements
+                .iter()
+                .any(|s| s["Principal"]["Service"] == "cloudwatch.amazonaws.com"),
+            "the alarms can still publish once the topic has a policy"
+        );
+    }
+
+    // Where the guard runs, a refusal for an unverified factor raises an alarm at once.
+    let stack = Stack::new(&[("MfaScope", "admins")]);
+    let alarm = stack.properties("AdminMfaUnverifiedAlarm");
+    assert_eq!(alarm["Namespace"], emf::NAMESPACE);
+    assert_eq!(alarm["MetricName"], emf::name::ADMIN_TOKENS_REFUSED);
+    let dimensions: BTreeMap<String, String> = alarm["Dimensions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|d| (scalar(&d["Name"]), written(&d["Value"])))
+        .collect();
+    assert_eq!(
+        dimensions,
+        BTreeMap::from([
+            (
+                emf::FUNCTION_NAME.to_owned(),
+                "!Ref AdminMfaGuardFunction".to_owned()
+            ),
+            (
+                emf::REASON.to_owned(),
+                Verdict::AdminUnverified.refusal().unwrap().to_owned()
+            ),
+        ])
+    );
+    assert_eq!(alarm["Statistic"], "Sum");
+    assert_eq!(alarm["ComparisonOperator"], "GreaterThanThreshold");
+    assert_eq!(scalar(&alarm["Threshold"]), "0");
+    assert_eq!(written(&alarm["AlarmActions"][0]), "!Ref AlarmTopic");
+    assert!(!Stack::new(&[("MfaScope", "everyone")]).exists("AdminMfaUnverifiedAlarm"));
+}

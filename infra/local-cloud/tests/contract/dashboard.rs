@@ -158,7 +158,7 @@ fn its_url_is_an_output() {
 }
 
 /// Every metric the functions write (`app::emf`), by name.
-const APP_METRICS: [&str; 16] = [
+const APP_METRICS: [&str; 17] = [
     emf::name::COLD_START,
     emf::name::REQUESTS,
     emf::name::LATENCY,
@@ -175,6 +175,7 @@ const APP_METRICS: [&str; 16] = [
     emf::name::STOCK_DRIFT,
     emf::name::RETRIES,
     emf::name::REFUNDS_DUE,
+    emf::name::ADMIN_TOKENS_REFUSED,
 ];
 
 #[test]
