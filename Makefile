@@ -50,7 +50,7 @@ check: ## the fast tier, no emulator: format, clippy, unit and contract tests (a
 	@infra/steps.sh \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
-	  "unit and contract tests (no emulator)|$(NEXTEST) --workspace --lib && $(NEXTEST) -p local-cloud -p plot --bins && $(NEXTEST) -p local-cloud --test contract"
+	  "unit and contract tests (no emulator)|$(NEXTEST) --workspace --lib && $(NEXTEST) -p local-cloud -p plot -p bench --bins && $(NEXTEST) -p local-cloud --test contract"
 # (Only the runner's and plot's binaries have unit tests: a function's main.rs holds no logic,
 # and a test harness per function would cost a link of the whole SDK each.)
 

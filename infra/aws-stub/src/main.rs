@@ -15,12 +15,13 @@
 //! | GetItem / BatchGetItem `USER#<u>` / `PROFILE` | an ACTIVE profile of `<u>` with counters |
 //! | GetItem `USER#<u>` / `FOLLOWS#<v>` | the edge, followed a minute ago |
 //! | GetItem `USER#<u>` / `NOTIFSTATE` | `unreadCount` 3 |
-//! | GetItem `SALE#<id>` / `SALE` | a PUBLISHED sale: started an hour ago, ends in a day, 1,000,000 units, 100 per user |
+//! | GetItem `SALE#<id>` / `SALE` | a PUBLISHED sale: started an hour ago, ends in a day, 1,000,000 units, 100 per user; a DRAFT if the id starts with `00000000-` (the back office's edit) |
 //! | GetItem `ORDER#<id>` / `ORDER` | a CONFIRMED order of `--order-owner` (the key does not say who owns it) |
-//! | UpdateItem with `ReturnValues` | the canned item of the key, with `:name` as `displayName` and the sale PUBLISHED |
+//! | UpdateItem with `ReturnValues` | the canned item of the key, with `:name` as `displayName`, and the sale in `:ended`'s state if the update names one |
 //! | Query `FOLLOWERS#<u>` / `FOLLOWING#<u>` | a full page (`Limit`, at most 20) of edges, no `LastEvaluatedKey` |
 //! | Query `NOTIF#<u>` | a page of unread FOLLOW notifications |
 //! | Query `USER#<u>` on `gsi1` | a page of `<u>`'s CONFIRMED orders |
+//! | Query `SALES` on `gsi2` / `SALES#LIVE` on `gsi1` | a page of PUBLISHED sales (the back office's list, the home page's listing) |
 //! | Scan | no item (so `reconcile` finds no published sale) |
 //! | SendMessageBatch | every entry successful, with the body's real MD5 |
 //! | ReceiveMessage | no message, after `WaitTimeSeconds` (capped at 1 s) as an empty queue |
@@ -46,7 +47,10 @@
 
 use anyhow::Context;
 use app::ids::UserId;
-use app::seckill::keys::{ORDER_SK, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk};
+use app::seckill::keys::{
+    ALL_SALES_PK, LIVE_SALES_PK, ORDER_SK, SALE_SK, all_sales_sk, live_sale_sk, order_pk, sale_pk,
+    user_orders_pk, user_orders_sk,
+};
 use app::social::keys::{
     NOTIFICATION_STATE_SK, PROFILE_SK, edge_index_sk, follow_sk, followers_pk, following_pk,
     notification_sk, notifications_pk, user_pk,
@@ -87,6 +91,8 @@ struct Args {
 const DEFAULT_PAGE: usize = 20;
 /// The sale of the canned orders on list pages.
 const LISTED_SALE: &str = "0193a4b2-7c00-7000-8000-00000000be01";
+/// The start of the ids of sales that GetItem answers as drafts.
+const DRAFT_SALE_PREFIX: &str = "00000000-";
 /// The longest a ReceiveMessage waits before answering that the queue is empty.
 const MAX_RECEIVE_WAIT: Duration = Duration::from_secs(1);
 
@@ -178,8 +184,26 @@ impl Stub {
         item.insert("perUserLimit".into(), n(100));
         item.insert("startsAt".into(), s(at(-3_600)));
         item.insert("endsAt".into(), s(at(86_400)));
-        item.insert("state".into(), s("PUBLISHED"));
+        let state = if id.starts_with(DRAFT_SALE_PREFIX) {
+            "DRAFT"
+        } else {
+            "PUBLISHED"
+        };
+        item.insert("state".into(), s(state));
         item.insert("createdAt".into(), s(at(-7_200)));
+        item
+    }
+
+    /// The `index`-th sale of a list page: published, with both index keys.
+    fn listed_sale(index: u64) -> Attributes {
+        let id = format!("0193a4b2-7c00-7000-8000-{index:012x}");
+        let mut item = Self::sale(&id);
+        let (starts_at, created_at) = (at(-3_600), at(-7_200 - index as i64));
+        item.insert("gsi1pk".into(), s(LIVE_SALES_PK));
+        item.insert("gsi1sk".into(), s(live_sale_sk(&starts_at, &id)));
+        item.insert("gsi2pk".into(), s(ALL_SALES_PK));
+        item.insert("gsi2sk".into(), s(all_sales_sk(&created_at, &id)));
+        item.insert("createdAt".into(), s(created_at));
         item
     }
 
@@ -263,6 +287,16 @@ impl Stub {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let size = Self::page_size(request);
+        let sales = [":all", ":live"].into_iter().any(|name| {
+            request
+                .pointer(&format!("/ExpressionAttributeValues/{name}/S"))
+                .and_then(Value::as_str)
+                .is_some_and(|pk| pk == ALL_SALES_PK || pk == LIVE_SALES_PK)
+        });
+        if sales {
+            let items: Vec<Attributes> = (0..size as u64).map(Self::listed_sale).collect();
+            return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });
+        }
         let items: Vec<Attributes> = key_id(partition)
             .and_then(user_id)
             .and_then(|user| {
@@ -327,6 +361,9 @@ impl Stub {
                     Some(mut item) if wants_item => {
                         if let Some(name) = request.pointer("/ExpressionAttributeValues/:name/S") {
                             item.insert("displayName".into(), json!({ "S": name }));
+                        }
+                        if let Some(state) = request.pointer("/ExpressionAttributeValues/:ended") {
+                            item.insert("state".into(), state.clone());
                         }
                         json!({ "Attributes": item })
                     }

@@ -726,4 +726,40 @@ mod tests {
             );
         }
     }
+
+    /// Part 2 loads every HTTP function of the template: a function added without its
+    /// scenario stops the benchmark ("no scenario for ..."), so it is caught here first, and a
+    /// scenario must call its function's own route.
+    #[test]
+    fn every_http_function_of_the_template_has_a_scenario_on_its_route() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let args = Args::parse_from(["bench"]);
+        let functions = load_model(&args, &root.join("template.yaml"), "bench").expect("template");
+        let fixture = scenarios::Fixture::new();
+        let mut checked = 0;
+        for spec in functions.iter().filter(|spec| is_http(spec)) {
+            let call = scenarios::http_call(&spec.binary, &fixture, 0)
+                .unwrap_or_else(|| panic!("no scenario for {}", spec.binary));
+            let routes: Vec<(String, String)> = spec
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    EventSpec::Http(route) => Some((route.method.clone(), route.path.clone())),
+                    _ => None,
+                })
+                .collect();
+            assert!(
+                routes.contains(&(call.method.to_owned(), call.route.to_owned())),
+                "{}'s scenario calls {} {}, its routes are {routes:?}",
+                spec.binary,
+                call.method,
+                call.route
+            );
+            checked += 1;
+        }
+        assert!(
+            checked >= 20,
+            "only {checked} HTTP functions in the template"
+        );
+    }
 }

@@ -238,6 +238,35 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
                 vec![("id", fixture.sale_id.clone())],
             )
         },
+        "list-sales" => Call {
+            query: "limit=20",
+            caller: admin(),
+            ..call("GET", "/seckill/activities", vec![])
+        },
+        // The stub answers a sale whose id starts with `00000000-` as a draft.
+        "edit-sale" => Call {
+            body: Some(json!({ "title": format!("Benchmark phone {i}") }).to_string()),
+            caller: admin(),
+            ..call(
+                "PATCH",
+                "/seckill/activities/{id}",
+                vec![("id", format!("00000000-0000-4000-8000-{i:012x}"))],
+            )
+        },
+        // A sale per request, never the benchmark's own (its orders are measured after): the
+        // stub answers each as published, and Redis does not hold it.
+        "end-sale" => Call {
+            caller: admin(),
+            ..call(
+                "POST",
+                "/seckill/activities/{id}/end",
+                vec![("id", format!("0193a4b2-7c00-7000-8000-{i:012x}"))],
+            )
+        },
+        "sale-listing" => Call {
+            caller: None,
+            ..call("GET", "/seckill/listing", vec![])
+        },
         "get-sale" => Call {
             caller: None,
             ..call(
