@@ -452,8 +452,20 @@ pub async fn query_page<T>(
     failed: &'static str,
     parse: impl FnMut(&Item) -> anyhow::Result<T>,
 ) -> anyhow::Result<(Vec<T>, Option<Cursor>)> {
+    query_page_in(query, false, limit, start, failed, parse).await
+}
+
+/// [`query_page`], oldest first when `oldest_first`.
+pub async fn query_page_in<T>(
+    query: QueryFluentBuilder,
+    oldest_first: bool,
+    limit: PageLimit,
+    start: Option<Item>,
+    failed: &'static str,
+    parse: impl FnMut(&Item) -> anyhow::Result<T>,
+) -> anyhow::Result<(Vec<T>, Option<Cursor>)> {
     let output = query
-        .scan_index_forward(false)
+        .scan_index_forward(oldest_first)
         .limit(i32::try_from(limit.get()).unwrap_or(100))
         .set_exclusive_start_key(start)
         .send()

@@ -38,6 +38,7 @@
 //! | `StockCapped` | Count | | units taken off Redis's stock because DynamoDB could not confirm them |
 //! | `StockDrift` | Count | | per published sale and reconciliation: Redis's stock minus DynamoDB's |
 //! | `RefundsDue` | Count | `Reason` | payments that succeeded for an order that could not take them (cancelled, rejected, already settled, another amount, a payment never opened), recorded for refund |
+//! | `RefundsSettled` | Count | `Reason` | refunds an operator paid back through the provider (`REFUNDED`), by the reason they were due |
 //! | `AdminTokensRefused` | Count | `Reason` | tokens the admin MFA guard issued without `admin`: `UNVERIFIED` (a factor no operator verified: the signature of someone enrolling their own authenticator with an admin's temporary password), `NO_MFA`, `UNKNOWN` (the directory could not answer) |
 //! | `Retries` | Count | `Reason` | DynamoDB calls refused for a moment and retried; the reason as DynamoDB names it: `TransactionConflict`, `Throttling`, `ProvisionedThroughputExceeded`, … |
 
@@ -70,6 +71,7 @@ pub mod name {
     pub const RETRIES: &str = "Retries";
     pub const REFUNDS_DUE: &str = "RefundsDue";
     pub const ADMIN_TOKENS_REFUSED: &str = "AdminTokensRefused";
+    pub const REFUNDS_SETTLED: &str = "RefundsSettled";
 }
 
 /// The dimension every metric has: the function's name.
@@ -137,6 +139,7 @@ fn describe() {
             ADMIN_TOKENS_REFUSED,
             "tokens issued without admin, by reason",
         ),
+        (REFUNDS_SETTLED, "refunds paid back, by reason"),
     ];
     for (name, description) in counts {
         match name {
@@ -262,6 +265,11 @@ pub fn reconciled(released_units: u64, capped: u64, drift: Option<i64>) {
 /// A payment recorded for refund, for `reason` (`ORDER_CANCELLED`, ...).
 pub fn refund_due(reason: &'static str) {
     counter!(name::REFUNDS_DUE, REASON => reason).increment(1);
+}
+
+/// A refund paid back, due for `reason` (`ORDER_CANCELLED`, ...).
+pub fn refund_settled(reason: &str) {
+    counter!(name::REFUNDS_SETTLED, REASON => reason.to_owned()).increment(1);
 }
 
 /// A token the admin MFA guard issued without `admin`, for `reason` (`UNVERIFIED`, ...).

@@ -34,7 +34,7 @@
 //! sale's buyers written under its key would add their writes to the partition of the sale's
 //! stock item, the hottest of the sale.
 //! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>` | one order by id (owner checked); a user's orders newest first |
-//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first |
+//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
 /// The Redis keys of one sale.
@@ -111,6 +111,9 @@ pub fn order_pk(order_id: &str) -> String {
 /// The index partition of the refunds still to pay back, oldest first (rare: a payment that
 /// arrived after its order was cancelled).
 pub const REFUNDS_DUE_PK: &str = "REFUNDS#DUE";
+
+/// The index partition of the refunds paid back (settled by an operator), oldest first.
+pub const REFUNDS_SETTLED_PK: &str = "REFUNDS#REFUNDED";
 
 pub fn refund_pk(payment_id: &str) -> String {
     format!("REFUND#{payment_id}")

@@ -9,6 +9,7 @@ use super::orders::{
     PendingReservation, Reservations, SaleGuards,
 };
 use super::payment::Refund;
+use super::refunds::{OrderRefund, RefundPage, RefundRecord, RefundState};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::PaymentDue;
 use crate::ids::{SaleId, UserId};
@@ -111,6 +112,9 @@ struct MemorySale {
     ends_at_ms: i64,
 }
 
+/// A refund's state, when it was refunded and the provider's refund id.
+type RefundProgress = (RefundState, Option<String>, Option<String>);
+
 #[derive(Default)]
 pub(crate) struct MemoryOrders {
     orders: Mutex<BTreeMap<String, Order>>,
@@ -119,6 +123,8 @@ pub(crate) struct MemoryOrders {
     buyers: Mutex<HashMap<(String, String), i64>>,
     sale_writes: Mutex<u32>,
     refunds: Mutex<Vec<Refund>>,
+    /// (payment, order) → the refund's state, when refunded and the provider's refund id.
+    refund_states: Mutex<HashMap<(String, String), RefundProgress>>,
 }
 
 impl MemoryOrders {
@@ -171,6 +177,27 @@ impl MemoryOrders {
         self.refunds.lock().unwrap().clone()
     }
 
+    /// A recorded refund with its state.
+    fn record(&self, refund: &Refund) -> RefundRecord {
+        let states = self.refund_states.lock().unwrap();
+        let (state, refunded_at, provider_refund_id) = states
+            .get(&(refund.payment_id.clone(), refund.order_id.clone()))
+            .cloned()
+            .unwrap_or((RefundState::Due, None, None));
+        RefundRecord {
+            payment_id: refund.payment_id.clone(),
+            order_id: refund.order_id.clone(),
+            user_id: refund.user_id.clone(),
+            amount_cents: refund.amount_cents,
+            currency: refund.currency.clone(),
+            reason: refund.reason.as_str().to_owned(),
+            state,
+            recorded_at: refund.recorded_at.clone(),
+            refunded_at,
+            provider_refund_id,
+        }
+    }
+
     pub(crate) fn orders(&self) -> usize {
         self.orders.lock().unwrap().len()
     }
@@ -205,6 +232,7 @@ impl MemoryOrders {
                     payment_method: new.payment_method,
                     payment_id: None,
                     paid_at: None,
+                    refunds: Vec::new(),
                 },
             );
         }
@@ -444,6 +472,98 @@ impl OrderStore for MemoryOrders {
             return Ok(false);
         }
         refunds.push(refund.clone());
+        self.refund_states.lock().unwrap().insert(
+            (refund.payment_id.clone(), refund.order_id.clone()),
+            (RefundState::Due, None, None),
+        );
+        if let Some(order) = self.orders.lock().unwrap().get_mut(&refund.order_id) {
+            order.refunds.push(OrderRefund {
+                payment_id: refund.payment_id.clone(),
+                amount_cents: refund.amount_cents,
+                currency: refund.currency.clone(),
+                reason: refund.reason.as_str().to_owned(),
+                state: RefundState::Due,
+                recorded_at: refund.recorded_at.clone(),
+                refunded_at: None,
+            });
+        }
+        Ok(true)
+    }
+
+    async fn refunds_due(
+        &self,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<RefundPage, OrderStoreError> {
+        let records: Vec<RefundRecord> = self.refunds().iter().map(|r| self.record(r)).collect();
+        let mut due: Vec<RefundRecord> = records
+            .into_iter()
+            .filter(|r| r.state == RefundState::Due)
+            .collect();
+        due.sort_by(|a, b| (&a.recorded_at, &a.payment_id).cmp(&(&b.recorded_at, &b.payment_id)));
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => {
+                cursor
+                    .get("after")
+                    .and_then(|after| {
+                        due.iter()
+                            .position(|r| format!("{}#{}", r.payment_id, r.order_id) == after)
+                    })
+                    .ok_or(InvalidCursor)?
+                    + 1
+            }
+        };
+        let limit = limit.get() as usize;
+        let items: Vec<RefundRecord> = due.iter().skip(start).take(limit).cloned().collect();
+        let next = (start + limit < due.len()).then(|| {
+            let last = items.last().unwrap();
+            Cursor::new(BTreeMap::from([(
+                "after".to_owned(),
+                format!("{}#{}", last.payment_id, last.order_id),
+            )]))
+        });
+        Ok(RefundPage { items, next })
+    }
+
+    async fn refund(
+        &self,
+        payment_id: &str,
+        order_id: &str,
+    ) -> Result<Option<RefundRecord>, OrderStoreError> {
+        Ok(self
+            .refunds()
+            .iter()
+            .find(|r| r.payment_id == payment_id && r.order_id == order_id)
+            .map(|r| self.record(r)))
+    }
+
+    async fn mark_refunded(
+        &self,
+        refund: &RefundRecord,
+        provider_refund_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let mut states = self.refund_states.lock().unwrap();
+        let key = (refund.payment_id.clone(), refund.order_id.clone());
+        match states.get_mut(&key) {
+            Some(state) if state.0 == RefundState::Due => {
+                *state = (
+                    RefundState::Refunded,
+                    Some(at.to_owned()),
+                    Some(provider_refund_id.to_owned()),
+                );
+            }
+            _ => return Ok(false),
+        }
+        if let Some(order) = self.orders.lock().unwrap().get_mut(&refund.order_id) {
+            for entry in &mut order.refunds {
+                if entry.payment_id == refund.payment_id {
+                    entry.state = RefundState::Refunded;
+                    entry.refunded_at = Some(at.to_owned());
+                }
+            }
+        }
         Ok(true)
     }
 

@@ -21,6 +21,8 @@
 //!   `PendingOrders` and `PaymentDueSink` ports.
 //! - [`payment`] (domain, port): online payment, the provider's signed callback and refunds;
 //!   the `PaymentProvider` port.
+//! - [`refunds`] (domain): the refunds due, listed oldest first and settled once through the
+//!   `PaymentProvider` port.
 //! - [`order_consumer`] (domain): materializing `OrderPlaced` events, the stock written once
 //!   per batch.
 //! - [`payment_timeout`] (domain): expiring unpaid orders, their units given back.
@@ -50,6 +52,7 @@
 //!   of one, for operators; `GET /seckill/listing`, the home page's, public.
 //! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
 //! - [`payment_routes`] (routes): `/payments/callback`, the provider's signed callback.
+//! - [`refund_routes`] (routes): `/admin/refunds...`: operators list and settle refunds.
 //! - [`sandbox`] (adapter, routes): the sandbox provider of `PaymentProvider` and its pages,
 //!   `/sandbox/payments/...` (not on prod stacks).
 //! - `memory` (tests only): in-memory fakes of the order path's ports.
@@ -74,6 +77,8 @@ pub mod payment_routes;
 pub mod payment_timeout;
 pub mod reconcile;
 pub mod redis_store;
+pub mod refund_routes;
+pub mod refunds;
 pub mod reservations;
 pub mod sale;
 pub mod sale_index;

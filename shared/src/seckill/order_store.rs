@@ -4,19 +4,20 @@
 use super::admission::Holder;
 use super::checkout::Address;
 use super::keys::{
-    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, SALE_SK, buyer_pk, order_pk, refund_pk, refund_sk, sale_pk,
-    user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk, refund_pk,
+    refund_sk, sale_pk, user_orders_pk, user_orders_sk,
 };
 use super::orders::{
     ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
     OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
 };
-use super::payment::Refund;
+use super::payment::{Currency, Refund};
+use super::refunds::{OrderRefund, RefundPage, RefundRecord, RefundState};
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
-    put_if_absent, query_page, s, start_of, transient, update_in, write_retrying,
+    put_if_absent, query_page, query_page_in, s, start_of, transient, update_in, write_retrying,
 };
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit, unit_indices};
@@ -236,6 +237,54 @@ fn update_failed(
     Err(anyhow::Error::from(err).context(what).into())
 }
 
+/// A refund's entry in its order's `refunds` list.
+fn order_refund_from(value: &AttributeValue) -> anyhow::Result<OrderRefund> {
+    let fields = value
+        .as_m()
+        .map_err(|_| anyhow::anyhow!("stored refund entry is not a map"))?;
+    Ok(OrderRefund {
+        payment_id: get_s(fields, "paymentId")?.to_owned(),
+        amount_cents: get_n(fields, "amountCents")?,
+        currency: Currency::parse(get_s(fields, "currency")?)?,
+        reason: get_s(fields, "reason")?.to_owned(),
+        state: RefundState::parse(get_s(fields, "state")?).context("stored refund state")?,
+        recorded_at: get_s(fields, "recordedAt")?.to_owned(),
+        refunded_at: fields
+            .get("refundedAt")
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+    })
+}
+
+/// A refund item.
+fn refund_from_item(item: &Item) -> anyhow::Result<RefundRecord> {
+    Ok(RefundRecord {
+        payment_id: get_s(item, "paymentId")?.to_owned(),
+        order_id: get_s(item, "orderId")?.to_owned(),
+        user_id: get_s(item, "userId")?.to_owned(),
+        amount_cents: get_n(item, "amountCents")?,
+        currency: Currency::parse(get_s(item, "currency")?)?,
+        reason: get_s(item, "reason")?.to_owned(),
+        state: RefundState::parse(get_s(item, "state")?).context("stored refund state")?,
+        recorded_at: get_s(item, "recordedAt")?.to_owned(),
+        refunded_at: item.get("refundedAt").and_then(|v| v.as_s().ok()).cloned(),
+        provider_refund_id: item
+            .get("providerRefundId")
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+    })
+}
+
+/// The index of the refunds due, oldest first (the refund items' `gsi1`).
+const REFUNDS_INDEX: &str = "gsi1";
+
+/// What a refund transaction's item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefundItem {
+    Refund,
+    Order,
+}
+
 fn order_from_item(item: &Item) -> anyhow::Result<Order> {
     let status = get_s(item, "status")?;
     let method = item
@@ -262,6 +311,15 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
         payment_method: method,
         payment_id: item.get("paymentId").and_then(|v| v.as_s().ok()).cloned(),
         paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
+        refunds: match item.get("refunds") {
+            Some(list) => list
+                .as_l()
+                .map_err(|_| anyhow::anyhow!("stored refunds is not a list"))?
+                .iter()
+                .map(order_refund_from)
+                .collect::<anyhow::Result<_>>()?,
+            None => Vec::new(),
+        },
     })
 }
 
@@ -525,7 +583,7 @@ impl OrderStore for DynamoOrderStore {
             ("amountCents".to_owned(), n(refund.amount_cents)),
             ("currency".to_owned(), s(refund.currency.as_str())),
             ("reason".to_owned(), s(refund.reason.as_str())),
-            ("state".to_owned(), s("DUE")),
+            ("state".to_owned(), s(RefundState::Due.as_str())),
             ("recordedAt".to_owned(), s(&refund.recorded_at)),
             ("gsi1pk".to_owned(), s(REFUNDS_DUE_PK)),
             (
@@ -533,6 +591,50 @@ impl OrderStore for DynamoOrderStore {
                 s(format!("{}#{}", refund.recorded_at, refund.payment_id)),
             ),
         ]);
+        // The order shows its refunds: an entry appended in the same transaction.
+        let entry = AttributeValue::M(HashMap::from([
+            ("paymentId".to_owned(), s(&refund.payment_id)),
+            ("amountCents".to_owned(), n(refund.amount_cents)),
+            ("currency".to_owned(), s(refund.currency.as_str())),
+            ("reason".to_owned(), s(refund.reason.as_str())),
+            ("state".to_owned(), s(RefundState::Due.as_str())),
+            ("recordedAt".to_owned(), s(&refund.recorded_at)),
+        ]));
+        let order = Update::builder()
+            .set_key(Some(key(order_pk(&refund.order_id), ORDER_SK)))
+            .update_expression("SET refunds = list_append(if_not_exists(refunds, :none), :one)")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(":one", AttributeValue::L(vec![entry]));
+        let transaction = Transaction::new()
+            .push(
+                RefundItem::Refund,
+                put_if_absent(&self.table.name, item.clone()),
+            )
+            .push(RefundItem::Order, update_in(&self.table.name, order));
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => return Ok(true),
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Refund,
+                ..
+            }) => return Ok(false),
+            // No such order item (the notice's order is always read first, so only an order
+            // deleted by hand): the refund is recorded all the same, never lost.
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Order,
+                ..
+            }) => {}
+            Err(TransactError::Conflict) => {
+                return Err(OrderStoreError::Busy(anyhow::anyhow!(
+                    "the refund's order stayed busy"
+                )));
+            }
+            Err(err) => {
+                return Err(anyhow::Error::from(err)
+                    .context("failed to record a refund")
+                    .into());
+            }
+        }
         let put = self
             .table
             .client
@@ -555,6 +657,125 @@ impl OrderStore for DynamoOrderStore {
             )),
             Err(err) => Err(anyhow::Error::from(err)
                 .context("failed to record a refund")
+                .into()),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refunds_due(
+        &self,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<RefundPage, OrderStoreError> {
+        let fits = |cursor: &Cursor| {
+            cursor.get("gsi1pk") == Some(REFUNDS_DUE_PK)
+                && cursor.get("pk").is_some_and(|pk| pk.starts_with("REFUND#"))
+                && cursor.get("sk").is_some_and(|sk| sk.starts_with("ORDER#"))
+        };
+        let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
+        let query = self
+            .table
+            .client
+            .query()
+            .table_name(&self.table.name)
+            .index_name(REFUNDS_INDEX)
+            .key_condition_expression("gsi1pk = :pk")
+            .expression_attribute_values(":pk", s(REFUNDS_DUE_PK));
+        let failed = "failed to query the refunds due";
+        let (items, next) =
+            query_page_in(query, true, limit, start, failed, refund_from_item).await?;
+        Ok(RefundPage { items, next })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refund(
+        &self,
+        payment_id: &str,
+        order_id: &str,
+    ) -> Result<Option<RefundRecord>, OrderStoreError> {
+        let key = key(refund_pk(payment_id), refund_sk(order_id));
+        let item = self
+            .table
+            .get_consistent(key, None, "failed to read a refund")
+            .await?;
+        Ok(item.as_ref().map(refund_from_item).transpose()?)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, refund), fields(payment = %refund.payment_id))]
+    async fn mark_refunded(
+        &self,
+        refund: &RefundRecord,
+        provider_refund_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let refunded = s(RefundState::Refunded.as_str());
+        // Out of the due list, into the settled refunds (same sort key: when it was recorded).
+        let update = Update::builder()
+            .set_key(Some(key(
+                refund_pk(&refund.payment_id),
+                refund_sk(&refund.order_id),
+            )))
+            .update_expression(
+                "SET #state = :refunded, refundedAt = :at, providerRefundId = :provider, \
+                 gsi1pk = :settled",
+            )
+            .condition_expression("#state = :due")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":refunded", refunded.clone())
+            .expression_attribute_values(":at", s(at))
+            .expression_attribute_values(":provider", s(provider_refund_id))
+            .expression_attribute_values(":settled", s(REFUNDS_SETTLED_PK))
+            .expression_attribute_values(":due", s(RefundState::Due.as_str()));
+        let mut transaction =
+            Transaction::new().push(RefundItem::Refund, update_in(&self.table.name, update));
+        // The refund's entry on its order, found by its payment (entries are only appended,
+        // so its index stays); an order recorded before orders listed their refunds has none.
+        let order = self
+            .table
+            .get_consistent(
+                key(order_pk(&refund.order_id), ORDER_SK),
+                Some("refunds"),
+                "failed to read the refund's order",
+            )
+            .await?;
+        let index = order
+            .as_ref()
+            .and_then(|item| item.get("refunds"))
+            .and_then(|list| list.as_l().ok())
+            .and_then(|list| {
+                list.iter().position(|entry| {
+                    entry
+                        .as_m()
+                        .ok()
+                        .and_then(|m| m.get("paymentId"))
+                        .and_then(|p| p.as_s().ok())
+                        == Some(&refund.payment_id)
+                })
+            });
+        if let Some(i) = index {
+            let update = Update::builder()
+                .set_key(Some(key(order_pk(&refund.order_id), ORDER_SK)))
+                .update_expression(format!(
+                    "SET refunds[{i}].#state = :refunded, refunds[{i}].refundedAt = :at"
+                ))
+                .condition_expression(format!("refunds[{i}].paymentId = :payment"))
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":refunded", refunded)
+                .expression_attribute_values(":at", s(at))
+                .expression_attribute_values(":payment", s(&refund.payment_id));
+            transaction = transaction.push(RefundItem::Order, update_in(&self.table.name, update));
+        }
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Refund,
+                ..
+            }) => Ok(false),
+            Err(TransactError::Conflict) => Err(OrderStoreError::Busy(anyhow::anyhow!(
+                "the refund or its order stayed busy"
+            ))),
+            Err(err) => Err(anyhow::Error::from(err)
+                .context("failed to mark a refund refunded")
                 .into()),
         }
     }

@@ -11,6 +11,7 @@
 use super::admission::Holder;
 use super::checkout::Address;
 use super::payment::Refund;
+use super::refunds::{RefundPage, RefundRecord};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::{Envelope, EventError, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1};
 use crate::ids::{OrderId, SaleId, UserId, valid_id};
@@ -120,6 +121,9 @@ pub struct Order {
     pub payment_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paid_at: Option<String>,
+    /// Payments recorded for refund against this order, and where each refund is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refunds: Vec<super::refunds::OrderRefund>,
 }
 
 /// An order to materialize, from its `OrderPlaced` event.
@@ -344,13 +348,34 @@ pub trait OrderStore: Send + Sync {
         payment_id: &str,
         at: &str,
     ) -> Result<bool, OrderStoreError>;
-    /// Records a payment to give back, once per payment id: `true` when this call recorded it.
+    /// Records a payment to give back, once per payment id and order, `DUE`, and adds it to
+    /// its order's `refunds` (in the same transaction): `true` when this call recorded it.
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError>;
     /// The sales on the live index (a keyed read of the live sales only).
     async fn live_sales(&self) -> Result<LiveSales, OrderStoreError>;
     /// Takes an ended sale off the live index and marks it ENDED, at `now`; `false` when it
     /// was not on it (any more).
     async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError>;
+    /// The refunds still `DUE`, oldest first (a keyed read of the due refunds' index).
+    async fn refunds_due(
+        &self,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<RefundPage, OrderStoreError>;
+    /// One refund by its payment and order, strongly consistent.
+    async fn refund(
+        &self,
+        payment_id: &str,
+        order_id: &str,
+    ) -> Result<Option<RefundRecord>, OrderStoreError>;
+    /// `DUE` → `REFUNDED` (`refundedAt` = `at`, the provider's refund id), the refund's entry
+    /// on its order likewise, in one transaction; `false` when the refund was no longer `DUE`.
+    async fn mark_refunded(
+        &self,
+        refund: &RefundRecord,
+        provider_refund_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError>;
 }
 
 /// A reservation the admission script recorded in the sale's `pending` hash.

@@ -111,6 +111,11 @@ pub trait PaymentProvider: Send + Sync {
     /// Opens the payment (or finds it again: the same `payment_id` is the same payment) and
     /// answers the URL of the provider's checkout page for the buyer.
     async fn open(&self, session: &PaymentSession) -> anyhow::Result<String>;
+
+    /// Gives a payment back, once per [`super::refunds::RefundRequest::key`] (asking again with
+    /// the same key answers the same refund, as providers' idempotency keys do); answers the
+    /// provider's id of the refund.
+    async fn refund(&self, refund: &super::refunds::RefundRequest) -> anyhow::Result<String>;
 }
 
 /// What the provider says happened to a payment.

@@ -720,3 +720,61 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
     let other = world.item("REFUND#pay-late", "ORDER#o2").await.unwrap();
     assert_eq!(other["userId"].as_s().unwrap(), "bob");
 }
+
+#[tokio::test]
+async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
+    use app::seckill::refunds::RefundState;
+    let world = World::new(5, 5).await;
+    world.place("o1", "alice").await;
+    world.place("o2", "bob").await;
+    let refund = |payment: &str, order: &str, user: &str, at: &str| Refund {
+        payment_id: payment.to_owned(),
+        order_id: order.to_owned(),
+        user_id: user.to_owned(),
+        amount_cents: 990,
+        currency: Currency::shop(),
+        reason: RefundReason::OrderCancelled,
+        recorded_at: at.to_owned(),
+    };
+    // Recorded newest first; listed oldest first, a page at a time.
+    let late = refund("pay-b", "o1", "alice", "2026-12-01T10:00:02.000000Z");
+    let early = refund("pay-a", "o2", "bob", "2026-12-01T10:00:01.000000Z");
+    for r in [&late, &early] {
+        assert!(world.store.record_refund(r).await.unwrap());
+    }
+    let one = PageLimit::parse(Some("1")).unwrap();
+    let first = world.store.refunds_due(one, None).await.unwrap();
+    assert_eq!(first.items[0].payment_id, "pay-a");
+    assert_eq!(first.items[0].state, RefundState::Due);
+    let second = world
+        .store
+        .refunds_due(one, first.next.as_ref())
+        .await
+        .unwrap();
+    assert_eq!(second.items[0].payment_id, "pay-b");
+    let order = world.store.order("o1").await.unwrap().unwrap();
+    assert_eq!(order.refunds.len(), 1);
+    assert_eq!(
+        (order.refunds[0].payment_id.as_str(), order.refunds[0].state),
+        ("pay-b", RefundState::Due)
+    );
+
+    let due = world.store.refund("pay-b", "o1").await.unwrap().unwrap();
+    assert!(world.store.mark_refunded(&due, "rf-1", "t1").await.unwrap());
+    assert!(!world.store.mark_refunded(&due, "rf-2", "t2").await.unwrap());
+    let settled = world.store.refund("pay-b", "o1").await.unwrap().unwrap();
+    assert_eq!(settled.state, RefundState::Refunded);
+    assert_eq!(settled.provider_refund_id.as_deref(), Some("rf-1"));
+    assert_eq!(settled.refunded_at.as_deref(), Some("t1"));
+    let order = world.store.order("o1").await.unwrap().unwrap();
+    assert_eq!(order.refunds[0].state, RefundState::Refunded);
+    assert_eq!(order.refunds[0].refunded_at.as_deref(), Some("t1"));
+    let all = PageLimit::parse(None).unwrap();
+    let still: Vec<String> = (world.store.refunds_due(all, None).await.unwrap().items)
+        .into_iter()
+        .map(|r| r.payment_id)
+        .collect();
+    assert_eq!(still, ["pay-a"]);
+    let item = world.item("REFUND#pay-b", "ORDER#o1").await.unwrap();
+    assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#REFUNDED");
+}

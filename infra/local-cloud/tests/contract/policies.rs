@@ -217,7 +217,8 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     ),
     // the signing secrets at cold start (GetSecretValue: the provider's, and the sandbox's
     // on a stack with it); order (GetItem), settle_online (conditional UpdateItem),
-    // record_refund (conditional PutItem).
+    // record_refund (a transaction: conditional Put of the refund, Update of its order's
+    // refunds; or, for an order gone, a conditional PutItem).
     (
         "PaymentCallbackFunction",
         &[
@@ -232,6 +233,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
                 ],
             ),
         ],
+    ),
+    // refunds_due: Query of the refunds' index.
+    (
+        "ListRefundsFunction",
+        &[("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"])],
+    ),
+    // refund and the refund's order (GetItem), mark_refunded (a transaction of conditional
+    // Updates: UpdateItem).
+    (
+        "SettleRefundFunction",
+        &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
     ),
     // its own signing secret on first use (GetSecretValue); the caller's order (GetItem), to
     // sign only for it. It writes nothing.

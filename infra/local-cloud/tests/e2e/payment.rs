@@ -417,3 +417,86 @@ async fn a_notice_is_parsed_its_currency_compared_and_its_refund_kept_per_order(
     );
     cloud.stop().await;
 }
+
+/// A payment that arrives after its order was cancelled is due for refund; an operator finds
+/// it in the refunds due, settles it (the sandbox refunds locally), once, and the buyer's
+/// order shows the refund's state throughout.
+#[tokio::test]
+async fn an_operator_lists_a_refund_due_and_settles_it_once_and_the_order_shows_it() {
+    let cloud = start_with(&[], &[("PaymentWindowSeconds", "3")]).await;
+    let sale = open_sale(&cloud, 5, 3).await;
+    let buyer = "eve-refund";
+    let order = confirmed_order(&cloud, &sale, buyer, 1).await;
+    let eve = Api::new(&cloud, Some(buyer));
+    let (status, opened) = eve
+        .call(
+            "POST",
+            &format!("/orders/{order}/pay"),
+            Some(json!({"method": "ONLINE"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{opened}");
+    let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
+    let (body, signature) = sandbox_notice(&cloud, buyer, &opened, "PAY").await;
+    eventually(WAIT, "the unpaid order is cancelled", || async {
+        (order_status(&cloud, buyer, &order).await.as_deref() == Some("CANCELLED")).then_some(())
+    })
+    .await;
+    let (status, answer) = callback(&cloud, &body, Some(&signature)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("REFUND_DUE"))
+    );
+
+    let (_, seen) = eve.call("GET", &format!("/orders/{order}"), None).await;
+    assert_eq!(seen["refunds"][0]["paymentId"], payment.as_str(), "{seen}");
+    assert_eq!(seen["refunds"][0]["state"], "DUE");
+
+    let settle = format!("/admin/refunds/{payment}/{order}/settle");
+    assert_eq!(eve.call("GET", "/admin/refunds", None).await.0, 403);
+    assert_eq!(eve.call("POST", &settle, None).await.0, 403);
+
+    let ops = Api::admin(&cloud, "ops-refund");
+    let (status, due) = ops.call("GET", "/admin/refunds?limit=10", None).await;
+    assert_eq!(status, 200, "{due}");
+    let listed: Vec<&Value> = (due["items"].as_array().unwrap().iter())
+        .filter(|r| r["paymentId"] == payment.as_str())
+        .collect();
+    assert_eq!(listed.len(), 1, "{due}");
+    assert_eq!(listed[0]["orderId"], order.as_str());
+    assert_eq!(listed[0]["userId"], buyer);
+    assert_eq!(listed[0]["amountCents"], opened["totalCents"]);
+    assert_eq!(listed[0]["reason"], "ORDER_CANCELLED");
+    assert_eq!(listed[0]["state"], "DUE");
+
+    let (status, settled) = ops.call("POST", &settle, None).await;
+    assert_eq!(status, 200, "{settled}");
+    assert_eq!(settled["state"], "REFUNDED");
+    assert!(settled["providerRefundId"].is_string(), "{settled}");
+    // Again (a double click, a retry): the same refund, nothing refunded twice.
+    assert_eq!(
+        ops.call("POST", &settle, None).await,
+        (200, settled.clone())
+    );
+    let (status, unknown) = ops
+        .call(
+            "POST",
+            &format!("/admin/refunds/pay_none/{order}/settle"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status_and_code(&(status, unknown)),
+        (404, Some("NOT_FOUND"))
+    );
+
+    let (_, seen) = eve.call("GET", &format!("/orders/{order}"), None).await;
+    assert_eq!(seen["refunds"][0]["state"], "REFUNDED", "{seen}");
+    assert_eq!(seen["refunds"][0]["refundedAt"], settled["refundedAt"]);
+    let (_, due) = ops.call("GET", "/admin/refunds?limit=10", None).await;
+    assert!(
+        !(due["items"].as_array().unwrap().iter()).any(|r| r["paymentId"] == payment.as_str()),
+        "{due}"
+    );
+    cloud.stop().await;
+}

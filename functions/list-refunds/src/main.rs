@@ -1,0 +1,11 @@
+//! GET /admin/refunds (admin): the refunds still due, oldest first.
+
+use app::boot::Boot;
+use app::http;
+use app::seckill::refund_routes;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_http::Error> {
+    let store = Boot::start().order_store().await;
+    http::run(|request| refund_routes::list_refunds_due(&store, request)).await
+}
