@@ -39,6 +39,8 @@
 //! | `StockDrift` | Count | | per published sale and reconciliation: Redis's stock minus DynamoDB's |
 //! | `RefundsDue` | Count | `Reason` | payments that succeeded for an order that could not take them (cancelled, rejected, already settled, another amount, a payment never opened), recorded for refund |
 //! | `RefundsSettled` | Count | `Reason` | refunds an operator paid back through the provider (`REFUNDED`), by the reason they were due |
+//! | `RefundsOutstanding` | Count | | per reconciliation run: the refunds still `DUE` (0 when none is) |
+//! | `OldestRefundDueAge` | Seconds | | per reconciliation run: how long the oldest refund still `DUE` has waited (0 when none is); `RefundOverdueAlarm` watches it |
 //! | `AdminTokensRefused` | Count | `Reason` | tokens the admin MFA guard issued without `admin`: `UNVERIFIED` (a factor no operator verified: the signature of someone enrolling their own authenticator with an admin's temporary password), `NO_MFA`, `UNKNOWN` (the directory could not answer) |
 //! | `Retries` | Count | `Reason` | DynamoDB calls refused for a moment and retried; the reason as DynamoDB names it: `TransactionConflict`, `Throttling`, `ProvisionedThroughputExceeded`, … |
 
@@ -72,6 +74,8 @@ pub mod name {
     pub const REFUNDS_DUE: &str = "RefundsDue";
     pub const ADMIN_TOKENS_REFUSED: &str = "AdminTokensRefused";
     pub const REFUNDS_SETTLED: &str = "RefundsSettled";
+    pub const REFUNDS_OUTSTANDING: &str = "RefundsOutstanding";
+    pub const OLDEST_REFUND_DUE_AGE: &str = "OldestRefundDueAge";
 }
 
 /// The dimension every metric has: the function's name.
@@ -140,15 +144,23 @@ fn describe() {
             "tokens issued without admin, by reason",
         ),
         (REFUNDS_SETTLED, "refunds paid back, by reason"),
+        (REFUNDS_OUTSTANDING, "refunds still due, per reconciliation"),
     ];
     for (name, description) in counts {
         match name {
-            BATCH_SIZE | STOCK_DRIFT => describe_histogram!(name, Unit::Count, description),
+            BATCH_SIZE | STOCK_DRIFT | REFUNDS_OUTSTANDING => {
+                describe_histogram!(name, Unit::Count, description)
+            }
             _ => describe_counter!(name, Unit::Count, description),
         }
     }
     describe_histogram!(LATENCY, Unit::Milliseconds, "time per HTTP request");
     describe_histogram!(EVENT_LAG, Unit::Milliseconds, "now minus the event's time");
+    describe_histogram!(
+        OLDEST_REFUND_DUE_AGE,
+        Unit::Seconds,
+        "how long the oldest refund due has waited"
+    );
 }
 
 /// The ids of one invocation that its metric lines carry.
@@ -270,6 +282,13 @@ pub fn refund_due(reason: &'static str) {
 /// A refund paid back, due for `reason` (`ORDER_CANCELLED`, ...).
 pub fn refund_settled(reason: &str) {
     counter!(name::REFUNDS_SETTLED, REASON => reason.to_owned()).increment(1);
+}
+
+/// The refunds still due and the age of the oldest, as one reconciliation run found them:
+/// recorded every run, zeros included, so that an alarm on them clears once they are settled.
+pub fn refunds_outstanding(count: u64, oldest_age_seconds: u64) {
+    histogram!(name::REFUNDS_OUTSTANDING).record(count as f64);
+    histogram!(name::OLDEST_REFUND_DUE_AGE).record(oldest_age_seconds as f64);
 }
 
 /// A token the admin MFA guard issued without `admin`, for `reason` (`UNVERIFIED`, ...).

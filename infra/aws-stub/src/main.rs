@@ -21,6 +21,8 @@
 //! | Query `FOLLOWERS#<u>` / `FOLLOWING#<u>` | a full page (`Limit`, at most 20) of edges, no `LastEvaluatedKey` |
 //! | Query `NOTIF#<u>` | a page of unread FOLLOW notifications |
 //! | Query `USER#<u>` on `gsi1` | a page of `<u>`'s CONFIRMED orders |
+//! | GetItem `REFUND#<p>` / `ORDER#<o>` | a DUE refund of 19.99 EUR for a cancelled order |
+//! | Query `REFUNDS#DUE` on `gsi1` | a page of DUE refunds, oldest first |
 //! | Query `SALES` on `gsi2` / `SALES#LIVE` on `gsi1` | a page of PUBLISHED sales (the back office's list, the home page's listing) |
 //! | Scan | no item (so `reconcile` finds no published sale) |
 //! | SendMessageBatch | every entry successful, with the body's real MD5 |
@@ -48,8 +50,8 @@
 use anyhow::Context;
 use app::ids::UserId;
 use app::seckill::keys::{
-    ALL_SALES_PK, LIVE_SALES_PK, ORDER_SK, SALE_SK, all_sales_sk, live_sale_sk, order_pk, sale_pk,
-    user_orders_pk, user_orders_sk,
+    ALL_SALES_PK, LIVE_SALES_PK, ORDER_SK, REFUNDS_DUE_PK, SALE_SK, all_sales_sk, live_sale_sk,
+    order_pk, refund_pk, refund_sk, sale_pk, user_orders_pk, user_orders_sk,
 };
 use app::social::keys::{
     NOTIFICATION_STATE_SK, PROFILE_SK, edge_index_sk, follow_sk, followers_pk, following_pk,
@@ -194,6 +196,25 @@ impl Stub {
         item
     }
 
+    /// A refund due of `payment_id` for `order_id`, recorded `offset_seconds` from now.
+    fn refund(payment_id: &str, order_id: &str, offset_seconds: i64) -> Attributes {
+        let recorded_at = at(offset_seconds);
+        let mut item = Map::new();
+        item.insert("pk".into(), s(refund_pk(payment_id)));
+        item.insert("sk".into(), s(refund_sk(order_id)));
+        item.insert("paymentId".into(), s(payment_id));
+        item.insert("orderId".into(), s(order_id));
+        item.insert("userId".into(), s("bench-user"));
+        item.insert("amountCents".into(), n(1_999));
+        item.insert("currency".into(), s("EUR"));
+        item.insert("reason".into(), s("ORDER_CANCELLED"));
+        item.insert("state".into(), s("DUE"));
+        item.insert("recordedAt".into(), s(&recorded_at));
+        item.insert("gsi1pk".into(), s(REFUNDS_DUE_PK));
+        item.insert("gsi1sk".into(), s(format!("{recorded_at}#{payment_id}")));
+        item
+    }
+
     /// The `index`-th sale of a list page: published, with both index keys.
     fn listed_sale(index: u64) -> Attributes {
         let id = format!("0193a4b2-7c00-7000-8000-{index:012x}");
@@ -268,6 +289,12 @@ impl Stub {
         if pk == sale_pk(id) && sk == SALE_SK {
             return Some(Self::sale(id));
         }
+        if pk == refund_pk(id)
+            && let Some(order_id) = sk.strip_prefix("ORDER#")
+            && sk == refund_sk(order_id)
+        {
+            return Some(Self::refund(id, order_id, -600));
+        }
         if pk == order_pk(id) && sk == ORDER_SK {
             return Some(Self::order(id, &self.order_owner, &at(-30)));
         }
@@ -293,6 +320,15 @@ impl Stub {
                 .and_then(Value::as_str)
                 .is_some_and(|pk| pk == ALL_SALES_PK || pk == LIVE_SALES_PK)
         });
+        if partition == REFUNDS_DUE_PK {
+            let items: Vec<Attributes> = (0..size as u64)
+                .map(|i| {
+                    let order_id = format!("{LISTED_SALE}.{}", hex32(i));
+                    Self::refund(&format!("pay-{i}"), &order_id, -3_600 + i as i64)
+                })
+                .collect();
+            return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });
+        }
         if sales {
             let items: Vec<Attributes> = (0..size as u64).map(Self::listed_sale).collect();
             return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });

@@ -267,6 +267,23 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
             caller: None,
             ..call("GET", "/seckill/listing", vec![])
         },
+        "list-refunds" => Call {
+            query: "limit=20",
+            caller: admin(),
+            ..call("GET", "/admin/refunds", vec![])
+        },
+        // The stub answers every refund as due, and the sandbox refunds it.
+        "settle-refund" => Call {
+            caller: admin(),
+            ..call(
+                "POST",
+                "/admin/refunds/{paymentId}/{orderId}/settle",
+                vec![
+                    ("paymentId", format!("pay-{i}")),
+                    ("orderId", fixture.order_id.clone()),
+                ],
+            )
+        },
         "get-sale" => Call {
             caller: None,
             ..call(

@@ -9,7 +9,7 @@ use super::orders::{
     PendingReservation, Reservations, SaleGuards,
 };
 use super::payment::Refund;
-use super::refunds::{OrderRefund, RefundPage, RefundRecord, RefundState};
+use super::refunds::{OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::PaymentDue;
 use crate::ids::{SaleId, UserId};
@@ -524,6 +524,19 @@ impl OrderStore for MemoryOrders {
             )]))
         });
         Ok(RefundPage { items, next })
+    }
+
+    async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError> {
+        let due: Vec<RefundRecord> = self
+            .refunds()
+            .iter()
+            .map(|r| self.record(r))
+            .filter(|r| r.state == RefundState::Due)
+            .collect();
+        Ok(Outstanding {
+            count: due.len() as u64,
+            oldest_recorded_at: due.iter().map(|r| r.recorded_at.clone()).min(),
+        })
     }
 
     async fn refund(

@@ -12,7 +12,7 @@ use super::orders::{
     OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
 };
 use super::payment::{Currency, Refund};
-use super::refunds::{OrderRefund, RefundPage, RefundRecord, RefundState};
+use super::refunds::{OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState};
 use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
@@ -29,7 +29,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select, TransactWriteItem, Update};
 use std::collections::HashMap;
 use time::format_description::well_known::Rfc3339;
 
@@ -685,6 +685,51 @@ impl OrderStore for DynamoOrderStore {
         let (items, next) =
             query_page_in(query, true, limit, start, failed, refund_from_item).await?;
         Ok(RefundPage { items, next })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError> {
+        let due = || {
+            self.table
+                .client
+                .query()
+                .table_name(&self.table.name)
+                .index_name(REFUNDS_INDEX)
+                .key_condition_expression("gsi1pk = :pk")
+                .expression_attribute_values(":pk", s(REFUNDS_DUE_PK))
+        };
+        // Counted by DynamoDB, not fetched: a page of a count query holds no item.
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let output = due()
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to count the refunds due")?;
+            count += u64::try_from(output.count()).unwrap_or(0);
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        // The index sorts the due refunds by when they were recorded.
+        let oldest = due()
+            .limit(1)
+            .projection_expression("recordedAt")
+            .send()
+            .await
+            .context("failed to read the oldest refund due")?;
+        let oldest_recorded_at = oldest
+            .items()
+            .first()
+            .and_then(|item| get_s(item, "recordedAt").ok())
+            .map(str::to_owned);
+        Ok(Outstanding {
+            count,
+            oldest_recorded_at,
+        })
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

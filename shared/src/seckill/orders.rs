@@ -11,7 +11,7 @@
 use super::admission::Holder;
 use super::checkout::Address;
 use super::payment::Refund;
-use super::refunds::{RefundPage, RefundRecord};
+use super::refunds::{Outstanding, RefundPage, RefundRecord};
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::{Envelope, EventError, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1};
 use crate::ids::{OrderId, SaleId, UserId, valid_id};
@@ -368,6 +368,9 @@ pub trait OrderStore: Send + Sync {
         payment_id: &str,
         order_id: &str,
     ) -> Result<Option<RefundRecord>, OrderStoreError>;
+    /// How many refunds are `DUE` and when the oldest was recorded (keyed reads of the due
+    /// refunds' index, counted, not fetched).
+    async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError>;
     /// `DUE` → `REFUNDED` (`refundedAt` = `at`, the provider's refund id), the refund's entry
     /// on its order likewise, in one transaction; `false` when the refund was no longer `DUE`.
     async fn mark_refunded(

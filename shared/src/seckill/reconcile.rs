@@ -103,6 +103,10 @@ pub struct Summary {
     pub released: usize,
     /// Sales that could not be reconciled this time (logged).
     pub failed: usize,
+    /// Refunds still due, and how long the oldest has waited (`None` when they could not be
+    /// read this time: logged, and the run goes on).
+    pub refunds_due: Option<u64>,
+    pub oldest_refund_due_age_seconds: Option<u64>,
 }
 
 /// Reconciles every live sale, as of `now_ms` (epoch milliseconds), and retires those that
@@ -148,6 +152,25 @@ pub async fn reconcile(
                 summary.failed += 1;
             }
         }
+    }
+    match store.refunds_outstanding().await {
+        Ok(outstanding) => {
+            let now =
+                time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(now_ms) * 1_000_000)
+                    .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
+            let age = outstanding.oldest_age_seconds(now);
+            crate::emf::refunds_outstanding(outstanding.count, age);
+            if outstanding.count > 0 {
+                tracing::info!(
+                    refunds_due = outstanding.count,
+                    oldest_age_seconds = age,
+                    "refunds due for an operator to settle"
+                );
+            }
+            summary.refunds_due = Some(outstanding.count);
+            summary.oldest_refund_due_age_seconds = Some(age);
+        }
+        Err(err) => tracing::error!(error = ?err, "failed to count the refunds due"),
     }
     Ok(summary)
 }
@@ -278,6 +301,48 @@ mod tests {
         );
         let err = Grace::from_env(&env("a minute")).unwrap_err();
         assert!(err.to_string().contains("VISIBILITY_TIMEOUT"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn each_run_reports_the_refunds_still_due_and_the_oldest_ones_wait_until_settled() {
+        use crate::seckill::refunds::{RefundState, settle_refund};
+        use crate::seckill::sandbox::SandboxProvider;
+        let store = MemoryOrders::default();
+        let reservations = MemoryReservations::default();
+        let grace = Duration::from_secs(60);
+        // 2026-12-01T10:00:00Z, and a run 90 s after the first refund was recorded.
+        let recorded_ms = 1_796_119_200_000;
+        let now_ms = recorded_ms + 90_000;
+
+        let none = reconcile(&store, &reservations, grace, now_ms)
+            .await
+            .unwrap();
+        assert_eq!(none.refunds_due, Some(0));
+        assert_eq!(none.oldest_refund_due_age_seconds, Some(0));
+
+        for (payment, order, at) in [
+            ("p1", "o1", "2026-12-01T10:00:00Z"),
+            ("p2", "o2", "2026-12-01T10:01:00Z"),
+        ] {
+            let refund = crate::seckill::refunds::tests::refund(payment, order, at);
+            assert!(store.record_refund(&refund).await.unwrap());
+        }
+        let due = reconcile(&store, &reservations, grace, now_ms)
+            .await
+            .unwrap();
+        assert_eq!(due.refunds_due, Some(2));
+        assert_eq!(due.oldest_refund_due_age_seconds, Some(90));
+
+        // Settling the oldest: the count and the age follow, and the alarm on them clears.
+        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", "o1", "t1")
+            .await
+            .unwrap();
+        assert_eq!(settled.state, RefundState::Refunded);
+        let after = reconcile(&store, &reservations, grace, now_ms)
+            .await
+            .unwrap();
+        assert_eq!(after.refunds_due, Some(1));
+        assert_eq!(after.oldest_refund_due_age_seconds, Some(30));
     }
 
     #[tokio::test]

@@ -82,6 +82,30 @@ pub struct RefundPage {
     pub next: Option<Cursor>,
 }
 
+/// The refunds still due, as reconciliation reports them every run: the count and the age of
+/// the oldest follow the state, so the alarm on them clears once ops settled them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outstanding {
+    pub count: u64,
+    /// When the oldest refund still due was recorded (RFC 3339), if any is.
+    pub oldest_recorded_at: Option<String>,
+}
+
+impl Outstanding {
+    /// Seconds since the oldest due refund was recorded at `now` (0 when none is due, or its
+    /// time does not parse: the count still says that there is one).
+    pub fn oldest_age_seconds(&self, now: time::OffsetDateTime) -> u64 {
+        self.oldest_recorded_at
+            .as_deref()
+            .and_then(|at| {
+                time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()
+            })
+            .map_or(0, |at| {
+                u64::try_from((now - at).whole_seconds()).unwrap_or(0)
+            })
+    }
+}
+
 /// What the provider is asked to give back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefundRequest {
@@ -172,7 +196,7 @@ pub async fn settle_refund(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::seckill::memory::MemoryReservations;
     use crate::seckill::memory::{MemoryOrders, S1, add_awaiting_payment};
