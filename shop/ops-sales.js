@@ -1,7 +1,7 @@
 // Operations, the back office (the admin group): every sale newest first, drafts included
 // (GET /seckill/activities, by state, paged), a draft edited (PATCH), a draft published and a
-// live sale ended early (POST .../publish, .../end). Self-contained: its own section of
-// ops.html, its own messages.
+// live sale ended early (POST .../publish, .../end), and one sale's figures (GET
+// .../figures). Self-contained: its own section of ops.html, its own messages.
 "use strict";
 
 (() => {
@@ -37,6 +37,7 @@
     const actions = document.createElement("td");
     if (sale.state === "DRAFT") actions.append(button("Edit", "edit", sale), " ", button("Publish", "publish", sale));
     if (sale.state === "PUBLISHED" && Date.parse(sale.endsAt) > Date.now()) actions.append(button("End now", "end", sale));
+    actions.append(" ", button("Figures", "figures", sale));
     if (sale.state !== "DRAFT") {
       const link = Object.assign(document.createElement("a"), { textContent: "page", href: `/shop/sales/${encodeURIComponent(sale.id)}` });
       actions.append(" ", link);
@@ -62,8 +63,40 @@
     document.getElementById("sales-more").hidden = !cursor;
   }
 
+  function showFigures(figures) {
+    const text = (id, value) => { document.getElementById(id).textContent = value; };
+    document.getElementById("figures").dataset.saleId = figures.saleId;
+    text("figures-sale", `"${figures.title}" (${figures.state})`);
+    text("figures-sold", String(figures.unitsSold));
+    text("figures-revenue", shop.money(figures.revenueCents));
+    text("figures-paid", shop.money(figures.paidCents));
+    text("figures-awaiting", String(figures.unitsAwaitingPayment));
+    text("figures-dynamo", `${figures.dynamo.stockRemaining} / ${figures.dynamo.stock}`);
+    text("figures-redis", figures.redis
+      ? `${figures.redis.stock}, ${figures.redis.pendingOrders} pending (${figures.redis.pendingUnits} units)`
+      : "not in Redis");
+    text("figures-refunds", `${figures.refundsDue.count} (${shop.money(figures.refundsDue.amountCents)})`);
+    const rows = document.getElementById("figures-rows");
+    rows.textContent = "";
+    for (const [status, tally] of Object.entries(figures.orders)) {
+      const tr = document.createElement("tr");
+      tr.dataset.status = status;
+      for (const value of [status, String(tally.orders), String(tally.units), shop.money(tally.amountCents)]) {
+        tr.append(Object.assign(document.createElement("td"), { textContent: value }));
+      }
+      rows.append(tr);
+    }
+    document.getElementById("figures").hidden = false;
+  }
+
   async function act(action, sale) {
     const path = `/seckill/activities/${encodeURIComponent(sale.id)}`;
+    if (action === "figures") {
+      const answer = await shop.api("GET", `${path}/figures`);
+      if (answer.status === 200) showFigures(answer.body);
+      else shop.say("sales-message", shop.problem(answer), "error");
+      return;
+    }
     if (action === "edit") {
       editing = sale;
       const form = document.getElementById("edit-sale");

@@ -24,6 +24,7 @@
 //! | GetItem `REFUND#<p>` / `ORDER#<o>` | a DUE refund of 19.99 EUR for a cancelled order |
 //! | Query `REFUNDS#DUE` on `gsi1` | a page of DUE refunds, oldest first |
 //! | Query `SALES` on `gsi2` / `SALES#LIVE` on `gsi1` | a page of PUBLISHED sales (the back office's list, the home page's listing) |
+//! | Query `SALE#<id>#ORDERS#<n>` on `gsi3` | a page of the sale's orders, in every status (a sale's figures) |
 //! | Scan | no item (so `reconcile` finds no published sale) |
 //! | SendMessageBatch | every entry successful, with the body's real MD5 |
 //! | ReceiveMessage | no message, after `WaitTimeSeconds` (capped at 1 s) as an empty queue |
@@ -325,6 +326,23 @@ impl Stub {
                 .map(|i| {
                     let order_id = format!("{LISTED_SALE}.{}", hex32(i));
                     Self::refund(&format!("pay-{i}"), &order_id, -3_600 + i as i64)
+                })
+                .collect();
+            return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });
+        }
+        if let Some((sale_id, _shard)) = partition
+            .strip_prefix("SALE#")
+            .and_then(|rest| rest.split_once("#ORDERS#"))
+        {
+            // One of a sale's order index partitions: a page of its orders in every status.
+            let statuses = ["CONFIRMED", "PAID", "COD", "CANCELLED", "REJECTED"];
+            let items: Vec<Attributes> = (0..size as u64)
+                .map(|i| {
+                    let order_id = format!("{sale_id}.{}", hex32(i));
+                    let mut item = Self::order(&order_id, "bench-user", &at(-60));
+                    item.insert("status".into(), s(statuses[i as usize % statuses.len()]));
+                    item.insert("quantity".into(), n(1));
+                    item
                 })
                 .collect();
             return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });

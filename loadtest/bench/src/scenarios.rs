@@ -263,6 +263,16 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
                 vec![("id", format!("0193a4b2-7c00-7000-8000-{i:012x}"))],
             )
         },
+        // The benchmark's own sale: its Redis keys are there; the stub answers each of the
+        // order index's partitions with a page of orders.
+        "sale-figures" => Call {
+            caller: admin(),
+            ..call(
+                "GET",
+                "/seckill/activities/{id}/figures",
+                vec![("id", fixture.sale_id.clone())],
+            )
+        },
         "sale-listing" => Call {
             caller: None,
             ..call("GET", "/seckill/listing", vec![])

@@ -1,8 +1,11 @@
 //! HTTP entry points of the back office (admin: the admin group, signed in with MFA) and of
 //! the home page's listing (public): `GET /seckill/activities`, `PATCH
-//! /seckill/activities/{id}`, `POST /seckill/activities/{id}/end`, `GET /seckill/listing`.
+//! /seckill/activities/{id}`, `POST /seckill/activities/{id}/end`, `GET
+//! /seckill/activities/{id}/figures`, `GET /seckill/listing`.
 
 use super::back_office::{self, Listed, OfficeError, SaleCloser, SaleEditDto, SaleOffice, listing};
+use super::figures::{self, SaleLedger};
+use super::orders::Reservations;
 use super::sale::Lifecycle;
 use super::sale_routes::{SaleBody, path_sale, sale_body};
 use crate::auth::Caller;
@@ -86,6 +89,26 @@ pub async fn end_sale(route: &EndRoute<'_>, request: Request) -> Result<Response
     let sale =
         back_office::end_sale(route.store, route.cache, &id, OffsetDateTime::now_utc()).await?;
     Ok(json(StatusCode::OK, &sale_body(&sale)))
+}
+
+/// What the figures route needs, built once at cold start.
+pub struct FiguresRoute<'a> {
+    pub office: &'a dyn SaleOffice,
+    pub ledger: &'a dyn SaleLedger,
+    pub cache: &'a dyn Reservations,
+}
+
+/// `GET /seckill/activities/{id}/figures` (admin): the sale's units in Redis and in
+/// DynamoDB, its orders by status, the units sold and the revenue (PAID and COD orders), and
+/// the refunds due for it ([`super::figures`]); 404 for an unknown sale.
+pub async fn sale_figures(
+    route: &FiguresRoute<'_>,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    Caller::from_request(&request)?.require_admin()?;
+    let id = path_sale(&request)?;
+    let figures = figures::sale_figures(route.office, route.ledger, route.cache, &id).await?;
+    Ok(json(StatusCode::OK, &figures))
 }
 
 #[derive(Serialize)]
@@ -238,6 +261,50 @@ mod tests {
             "NOT_FOUND",
             "no sale",
         );
+    }
+
+    #[tokio::test]
+    async fn figures_are_for_operators_of_a_known_sale_by_a_well_formed_id() {
+        use crate::seckill::memory::{MemoryOrders, MemoryReservations};
+        let office = MemoryOffice::default();
+        let sale = draft(&office);
+        let (ledger, cache) = (MemoryOrders::default(), MemoryReservations::default());
+        let route = FiguresRoute {
+            office: &office,
+            ledger: &ledger,
+            cache: &cache,
+        };
+        let get = |claims| on(api_request("GET", "/x", "", claims), &sale.id);
+        assert_eq!(
+            answer(sale_figures(&route, get(claims_of("bob"))).await).0,
+            403
+        );
+        let (status, body) = answer(sale_figures(&route, get(admin())).await);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["saleId"], sale.id.to_string());
+        assert_eq!(body["state"], "DRAFT");
+        assert_eq!(body["dynamo"]["stock"], 5);
+        assert_eq!(body["orders"]["PAID"]["orders"], 0);
+        assert_eq!(body["redis"], serde_json::Value::Null);
+        assert_refused(
+            &answer(
+                sale_figures(
+                    &route,
+                    on(api_request("GET", "/x", "", admin()), &SaleId::generate()),
+                )
+                .await,
+            ),
+            404,
+            "NOT_FOUND",
+            "no sale",
+        );
+        let malformed = {
+            use lambda_http::RequestExt;
+            api_request("GET", "/x", "", admin()).with_path_parameters(
+                std::collections::HashMap::from([("id".to_owned(), "not-a-sale".to_owned())]),
+            )
+        };
+        assert_eq!(answer(sale_figures(&route, malformed).await).0, 400);
     }
 
     #[tokio::test]

@@ -33,7 +33,15 @@
 //! sale's (`SALE#<id>` / `BUYER#<userId>`): the write limit is a partition's, and all of a
 //! sale's buyers written under its key would add their writes to the partition of the sale's
 //! stock item, the hottest of the sale.
-//! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>` | one order by id (owner checked); a user's orders newest first |
+//! | order | `ORDER#<orderId>` | `ORDER` | gsi1 `USER#<u>` / `<createdAt>#<orderId>`; gsi3 `SALE#<saleId>#ORDERS#<n>` / `<createdAt>#<orderId>` (`n` = [`order_shard`], 0 to 7) | one order by id (owner checked); a user's orders newest first; a sale's orders, for its figures (gsi3 projects only `status`, `quantity`, `priceCents`) |
+//!
+//! A sale's orders are spread over [`SALE_ORDER_SHARDS`] index partitions by a stable hash of
+//! the order id: a flash sale writes thousands of orders a second, and every one of them (and
+//! every change of its status) is a write of its gsi3 partition, whose limit is a partition's
+//! (1,000 writes/s); a throttled index throttles the table's writes behind it, the order
+//! consumer's transactions included. Eight partitions take 8,000 writes/s. The figures read
+//! the eight partitions, each with its key. Orders written before gsi3 existed have no gsi3
+//! keys and are not counted (see docs/operations.md).
 //! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
@@ -125,6 +133,26 @@ pub fn refund_sk(order_id: &str) -> String {
     format!("ORDER#{order_id}")
 }
 
+/// How many gsi3 partitions a sale's orders are spread over.
+pub const SALE_ORDER_SHARDS: u8 = 8;
+
+/// The gsi3 partition of `order_id` among its sale's: a stable hash of the id (its SHA-256's
+/// first byte), so that a redelivered order lands in the same one.
+pub fn order_shard(order_id: &str) -> u8 {
+    use sha2::Digest;
+    sha2::Sha256::digest(order_id.as_bytes())[0] % SALE_ORDER_SHARDS
+}
+
+/// The gsi3 partition key of one shard of a sale's orders.
+pub fn sale_orders_pk(sale_id: &str, shard: u8) -> String {
+    format!("SALE#{sale_id}#ORDERS#{shard}")
+}
+
+/// An order's gsi3 sort key: its sale's orders oldest first.
+pub fn sale_orders_sk(created_at: &str, order_id: &str) -> String {
+    format!("{created_at}#{order_id}")
+}
+
 pub fn user_orders_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
 }
@@ -150,6 +178,17 @@ mod tests {
         ] {
             assert!(key.starts_with("sale:{s1}:"), "{key}");
         }
+    }
+
+    #[test]
+    fn an_order_keeps_its_shard_and_a_sales_orders_spread_over_every_shard() {
+        assert_eq!(order_shard("s.o1"), order_shard("s.o1"));
+        let mut seen = [0u32; SALE_ORDER_SHARDS as usize];
+        for i in 0..800 {
+            seen[usize::from(order_shard(&format!("s.{i:032x}")))] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+        assert_eq!(sale_orders_pk("s", 3), "SALE#s#ORDERS#3");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! domain tests.
 
 use super::admission::Holder;
+use super::figures::{OrderTallies, RefundsDue, SaleLedger};
 use super::order_store::{LIMITS, fits_one_transaction, per_buyer};
 use super::orders::{
     AdmittedOrder, ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage,
@@ -237,6 +238,35 @@ impl MemoryOrders {
             );
         }
         Ok(())
+    }
+}
+
+/// The sale's orders, as gsi3 holds them: each order of the sale, by its `saleId`.
+#[async_trait]
+impl SaleLedger for MemoryOrders {
+    async fn order_tallies(&self, sale_id: &SaleId) -> Result<OrderTallies, OrderStoreError> {
+        let mut tallies = OrderTallies::default();
+        for order in self.orders.lock().unwrap().values() {
+            if order.sale_id == sale_id.as_str() {
+                tallies.items_read += 1;
+                tallies.add(order.status, order.quantity, order.price_cents);
+            }
+        }
+        Ok(tallies)
+    }
+
+    async fn refunds_due_of(&self, sale_id: &SaleId) -> Result<RefundsDue, OrderStoreError> {
+        let prefix = format!("{sale_id}.");
+        let mut due = RefundsDue::default();
+        for refund in self.refunds() {
+            if refund.order_id.starts_with(&prefix)
+                && self.record(&refund).state == RefundState::Due
+            {
+                due.count += 1;
+                due.amount_cents += refund.amount_cents;
+            }
+        }
+        Ok(due)
     }
 }
 

@@ -15,6 +15,8 @@
 //! - [`back_office`] (domain, port): the operators' list of every sale, a draft edited, a
 //!   sale ended early, and the home page's listing of the live sales; the `SaleOffice` and
 //!   `SaleCloser` ports.
+//! - [`figures`] (domain, port): one sale's figures for operators (units in Redis and in
+//!   DynamoDB, orders by status, units sold, revenue, refunds due); the `SaleLedger` port.
 //! - [`checkout`] (domain): what the buyer chooses for an order (quantity, address, payment
 //!   method), checked.
 //! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
@@ -42,14 +44,14 @@
 //!   sales and the one of every sale, newest first.
 //! - [`page_store`] (adapter): S3 adapter of `SalePages`.
 //! - [`page_queue`] (adapter): SQS adapter of `PageRequests` (`SalePageRequested`).
-//! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore`.
+//! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore` and `SaleLedger`.
 //! - [`payment_due_sink`] (adapter): SQS adapter of `PaymentDueSink`.
 //! - [`order_publisher`] (adapter): SQS adapter of `OrderPublisher`.
 //! - [`cache_control`] (adapter): ElastiCache adapter of `CacheControl`.
 //! - [`sale_routes`] (routes): `/seckill/activities/...`: create, publish, read a sale,
 //!   place an order.
-//! - [`back_office_routes`] (routes): `GET /seckill/activities`, `PATCH` and `POST .../end`
-//!   of one, for operators; `GET /seckill/listing`, the home page's, public.
+//! - [`back_office_routes`] (routes): `GET /seckill/activities`, `PATCH`, `POST .../end`
+//!   and `GET .../figures` of one, for operators; `GET /seckill/listing`, the home page's, public.
 //! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
 //! - [`payment_routes`] (routes): `/payments/callback`, the provider's signed callback.
 //! - [`refund_routes`] (routes): `/admin/refunds...`: operators list and settle refunds.
@@ -63,6 +65,7 @@ pub mod back_office_routes;
 pub mod cache_control;
 pub mod checkout;
 pub mod failover;
+pub mod figures;
 pub mod keys;
 pub mod order_consumer;
 pub mod order_publisher;

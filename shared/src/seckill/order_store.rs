@@ -3,9 +3,11 @@
 
 use super::admission::Holder;
 use super::checkout::Address;
+use super::figures::{OrderTallies, RefundsDue, SaleLedger};
 use super::keys::{
-    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk, refund_pk,
-    refund_sk, sale_pk, user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_ORDER_SHARDS, SALE_SK, buyer_pk,
+    order_pk, order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk,
+    user_orders_pk, user_orders_sk,
 };
 use super::orders::{
     ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
@@ -19,7 +21,7 @@ use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
     put_if_absent, query_page, query_page_in, s, start_of, transient, update_in, write_retrying,
 };
-use crate::ids::UserId;
+use crate::ids::{SaleId, UserId};
 use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -145,6 +147,14 @@ impl DynamoOrderStore {
             (
                 "gsi1sk".to_owned(),
                 s(user_orders_sk(&order.created_at, &order.order_id)),
+            ),
+            (
+                "gsi3pk".to_owned(),
+                s(sale_orders_pk(&order.sale_id, order_shard(&order.order_id))),
+            ),
+            (
+                "gsi3sk".to_owned(),
+                s(sale_orders_sk(&order.created_at, &order.order_id)),
             ),
         ]);
         put_if_absent(&self.table.name, item)
@@ -849,5 +859,109 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError> {
         Ok(super::sale_index::retire(&self.table, sale_id, now).await?)
+    }
+}
+
+/// The index of a sale's orders, spread over [`SALE_ORDER_SHARDS`] partitions.
+const SALE_ORDERS_INDEX: &str = "gsi3";
+
+#[async_trait]
+impl SaleLedger for DynamoOrderStore {
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn order_tallies(&self, sale_id: &SaleId) -> Result<OrderTallies, OrderStoreError> {
+        let shards = (0..SALE_ORDER_SHARDS).map(|shard| self.shard_tally(sale_id, shard));
+        let mut tallies = OrderTallies::default();
+        for shard in futures_util::future::join_all(shards).await {
+            let shard = shard?;
+            tallies.items_read += shard.items_read;
+            for (status, tally) in shard.by_status {
+                let sum = tallies.by_status.entry(status).or_default();
+                sum.orders += tally.orders;
+                sum.units += tally.units;
+                sum.amount_cents = sum.amount_cents.saturating_add(tally.amount_cents);
+            }
+        }
+        Ok(tallies)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refunds_due_of(&self, sale_id: &SaleId) -> Result<RefundsDue, OrderStoreError> {
+        // Every refund due is read (a short list: see the figures' module), those of the
+        // sale's orders kept: an order id is `<saleId>.<uuid>`.
+        let mut due = RefundsDue::default();
+        let mut start = None;
+        loop {
+            let output = self
+                .table
+                .client
+                .query()
+                .table_name(&self.table.name)
+                .index_name(REFUNDS_INDEX)
+                .key_condition_expression("gsi1pk = :pk")
+                .filter_expression("begins_with(orderId, :sale)")
+                .expression_attribute_values(":pk", s(REFUNDS_DUE_PK))
+                .expression_attribute_values(":sale", s(format!("{sale_id}.")))
+                .projection_expression("amountCents")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to query the sale's refunds due")?;
+            for item in output.items() {
+                due.count += 1;
+                let amount: u64 = get_n(item, "amountCents").map_err(anyhow::Error::from)?;
+                due.amount_cents = due.amount_cents.saturating_add(amount);
+            }
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        Ok(due)
+    }
+}
+
+impl DynamoOrderStore {
+    /// The orders of one of the sale's index partitions, tallied, every page of it.
+    async fn shard_tally(
+        &self,
+        sale_id: &SaleId,
+        shard: u8,
+    ) -> Result<OrderTallies, OrderStoreError> {
+        let mut tallies = OrderTallies::default();
+        let mut start = None;
+        loop {
+            let output = self
+                .table
+                .client
+                .query()
+                .table_name(&self.table.name)
+                .index_name(SALE_ORDERS_INDEX)
+                .key_condition_expression("gsi3pk = :pk")
+                .expression_attribute_values(":pk", s(sale_orders_pk(sale_id.as_str(), shard)))
+                .projection_expression("#status, quantity, priceCents")
+                .expression_attribute_names("#status", "status")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to query the sale's orders")?;
+            tallies.items_read += u64::try_from(output.scanned_count()).unwrap_or(0);
+            for item in output.items() {
+                let status =
+                    OrderStatus::parse(get_s(item, "status").map_err(anyhow::Error::from)?)
+                        .context("stored status is unknown")?;
+                // Orders written before orders had a quantity are one unit.
+                let units: u32 = match item.get("quantity") {
+                    Some(_) => get_n(item, "quantity").map_err(anyhow::Error::from)?,
+                    None => 1,
+                };
+                let price: u64 = get_n(item, "priceCents").map_err(anyhow::Error::from)?;
+                tallies.add(status, units, price);
+            }
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        Ok(tallies)
     }
 }

@@ -15,6 +15,7 @@ mod redis_endpoint;
 mod redis_script;
 mod sale_admission;
 mod sale_end;
+mod sale_figures;
 mod sale_index;
 mod secret;
 mod support;

@@ -109,6 +109,52 @@ pub async fn create_social_table(clients: &Clients) -> String {
     name
 }
 
+/// A fresh table shaped like `template.yaml`'s `CommerceTable`: the social table's layout
+/// and the sale-orders index (`gsi3`), projecting only what a sale's figures sum.
+pub async fn create_commerce_table(clients: &Clients) -> String {
+    let name = unique("test-commerce");
+    let index = |index: &str, projection: Projection| {
+        GlobalSecondaryIndex::builder()
+            .index_name(index)
+            .key_schema(key(&format!("{index}pk"), KeyType::Hash))
+            .key_schema(key(&format!("{index}sk"), KeyType::Range))
+            .projection(projection)
+            .build()
+            .unwrap()
+    };
+    let all = || {
+        Projection::builder()
+            .projection_type(ProjectionType::All)
+            .build()
+    };
+    let figures = Projection::builder()
+        .projection_type(ProjectionType::Include)
+        .non_key_attributes("status")
+        .non_key_attributes("quantity")
+        .non_key_attributes("priceCents")
+        .build();
+    let mut request = clients
+        .dynamodb
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .global_secondary_indexes(index("gsi1", all()))
+        .global_secondary_indexes(index("gsi2", all()))
+        .global_secondary_indexes(index("gsi3", figures));
+    for attribute_name in [
+        "pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk",
+    ] {
+        request = request.attribute_definitions(attribute(attribute_name));
+    }
+    request
+        .send()
+        .await
+        .expect("create the commerce test table");
+    name
+}
+
 /// `BatchSize` of `function`'s event in `template.yaml`, read from the text (the library has no
 /// YAML parser): the batch a consumer must commit whole within DynamoDB's 100 actions per
 /// transaction, which moto enforces as DynamoDB does.

@@ -269,6 +269,16 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "EndSaleFunction",
         &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
     ),
+    // the sale (GetItem), order_tallies (Query of the sale-orders index), refunds_due_of
+    // (Query of the refunds' index); Redis is not IAM's.
+    (
+        "SaleFiguresFunction",
+        &[
+            (COMMERCE, &["dynamodb:GetItem"]),
+            ("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"]),
+            ("${CommerceTable.Arn}/index/gsi3", &["dynamodb:Query"]),
+        ],
+    ),
     // live: Query of the live index.
     ("SaleListingFunction", &[(LIVE_SALES, &["dynamodb:Query"])]),
     // live_sales (Query of the sparse live index, never a Scan), order and stock_remaining

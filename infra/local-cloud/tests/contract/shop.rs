@@ -166,6 +166,7 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
         "/seckill/activities/*/orders",
         "/seckill/activities/*/publish",
         "/seckill/activities/*/end",
+        "/seckill/activities/*/figures",
     ] {
         let writes = behaviour(pattern);
         assert_eq!(writes["TargetOriginId"], "api", "{pattern}");
@@ -191,7 +192,8 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
             let covered = rest == "{id}"
                 || rest.ends_with("/orders")
                 || rest.ends_with("/publish")
-                || rest.ends_with("/end");
+                || rest.ends_with("/end")
+                || rest.ends_with("/figures");
             assert!(
                 covered,
                 "{} {} has no behaviour of its own",

@@ -171,8 +171,16 @@ fn project_template_loads() {
     );
     assert_eq!(social.ttl_attribute.as_deref(), Some("expiresAt"));
     let commerce = table(&model, "CommerceTable");
-    // Orders by user, refunds due and the live sales (gsi1); every sale (gsi2).
-    assert_eq!(commerce.global_secondary_indexes.len(), 2);
+    // Orders by user, refunds due and the live sales (gsi1); every sale (gsi2); a sale's
+    // orders, projecting only what its figures sum (gsi3).
+    assert_eq!(commerce.global_secondary_indexes.len(), 3);
+    let orders = &commerce.global_secondary_indexes[2];
+    assert_eq!(orders.name, "gsi3");
+    assert_eq!(orders.projection_type, "INCLUDE");
+    assert_eq!(
+        orders.non_key_attributes,
+        ["status", "quantity", "priceCents"]
+    );
     assert_eq!(commerce.stream_view_type, None);
     assert_eq!(commerce.ttl_attribute.as_deref(), Some("expiresAt"));
 }

@@ -644,8 +644,9 @@ async fn wait_for(client: &Client, css: &str, ok: impl Fn(&str) -> bool) -> anyh
 /// order page says it is kept for delivery); cid finds the button disabled and the page saying
 /// sold out; on another sale, dan's unpaid online order expires and its units come back; the
 /// operator sees both in the back office and ends the second early, which the home page and
-/// its page then show ended. ada finds the first sale from the home page, not from its URL. A
-/// screenshot per step in `$LOCAL_STATE/shop-journey/`.
+/// its page then show ended; each sale's figures there count those orders. ada finds the first
+/// sale from the home page, not from its URL. A screenshot per step in
+/// `$LOCAL_STATE/shop-journey/`.
 #[tokio::test]
 async fn the_flash_sale_journey_from_the_ops_page_to_paid_cod_sold_out_and_expired_orders() {
     // Long enough for ada to pay on a busy machine; dan waits it out.
@@ -815,6 +816,31 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     })
     .await?;
     shot("14-back-office").await?;
+    // The first sale's figures: ada's 2 paid online, bea's 1 kept for delivery, all 3 sold
+    // at 19.99, none left in either store, nothing pending or due.
+    figures_of(client, &row(&first)).await?;
+    wait_for(client, "#figures-sale", |s| s.contains("Phone")).await?;
+    wait_for(client, "#figures-sold", |s| s == "3").await?;
+    wait_for(client, "#figures-revenue", |s| s == "59.97").await?;
+    wait_for(client, "#figures-paid", |s| s == "39.98").await?;
+    wait_for(client, "#figures-awaiting", |s| s == "0").await?;
+    wait_for(client, "#figures-dynamo", |s| s == "0 / 3").await?;
+    wait_for(client, "#figures-redis", |s| s.starts_with("0, 0 pending")).await?;
+    wait_for(client, "#figures-refunds", |s| s.starts_with("0 ")).await?;
+    let tally = |status: &str| format!("#figures-rows tr[data-status={status}]");
+    wait_for(client, &tally("PAID"), |r| {
+        cells(r) == ["PAID", "1", "2", "39.98"]
+    })
+    .await?;
+    wait_for(client, &tally("COD"), |r| {
+        cells(r) == ["COD", "1", "1", "19.99"]
+    })
+    .await?;
+    wait_for(client, &tally("CANCELLED"), |r| {
+        cells(r) == ["CANCELLED", "0", "0", "0.00"]
+    })
+    .await?;
+    shot("14-back-office-figures").await?;
     client
         .find(Locator::Css(&format!(
             "{} button[data-action=end]",
@@ -826,6 +852,19 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     wait_for(client, "#sales-message", |m| m == "Ended \"Tablet\".").await?;
     wait_for(client, &row(&second_id), |r| r.contains("ENDED")).await?;
     shot("15-back-office-ended").await?;
+    // The second sale's figures: dan's unpaid order cancelled, its 2 units back, none sold.
+    figures_of(client, &row(&second_id)).await?;
+    wait_for(client, "#figures-sale", |s| {
+        s.contains("Tablet") && s.contains("ENDED")
+    })
+    .await?;
+    wait_for(client, &tally("CANCELLED"), |r| {
+        cells(r) == ["CANCELLED", "1", "2", "39.98"]
+    })
+    .await?;
+    wait_for(client, "#figures-sold", |s| s == "0").await?;
+    wait_for(client, "#figures-revenue", |s| s == "0.00").await?;
+    wait_for(client, "#figures-dynamo", |s| s == "2 / 2").await?;
     client.goto(&format!("{base}/shop/")).await?;
     switch_user(client, "eve", false).await?;
     wait_for(
@@ -843,6 +882,21 @@ async fn journey(client: &Client, base: &str, state: &Path) -> anyhow::Result<()
     );
     shot("17-detail-ended").await?;
     Ok(())
+}
+
+/// Clicks the Figures button of the back office's row `row`.
+async fn figures_of(client: &Client, row: &str) -> anyhow::Result<()> {
+    client
+        .find(Locator::Css(&format!("{row} button[data-action=figures]")))
+        .await?
+        .click()
+        .await?;
+    Ok(())
+}
+
+/// A table row's text, cell by cell.
+fn cells(row: &str) -> Vec<&str> {
+    row.split_whitespace().collect()
 }
 
 /// Signs out whoever is signed in on this page, then in as `user` through the development
