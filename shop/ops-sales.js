@@ -86,7 +86,9 @@
       }
       rows.append(tr);
     }
-    document.getElementById("figures").hidden = false;
+    const section = document.getElementById("figures");
+    section.hidden = false;
+    section.scrollIntoView({ block: "nearest" });
   }
 
   async function act(action, sale) {
