@@ -22,7 +22,7 @@ endif
 
 .PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
-        schemathesis sam-local sam-invoke deploy destroy
+        schemathesis sam-local sam-invoke deploy destroy backfill-indexes
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -77,6 +77,10 @@ dlq-replay: ## move a queue's DLQ messages back to it: make dlq-replay QUEUE=Not
 	@test -n "$(QUEUE)" || { echo "usage: make dlq-replay QUEUE=<queue logical id>" >&2; exit 2; }
 	@if [ -z "$$AWS_ENDPOINT_URL" ]; then set -a; . .local/dev/emulators.env; set +a; fi; \
 	  cargo run -q -p local-cloud -- dlq-replay --queue "$(QUEUE)" $(ARGS)
+
+backfill-indexes: ## add the index keys old sales and orders lack, once after adding an index: make backfill-indexes [ARGS="--start CURSOR"]
+	@if [ -z "$$AWS_ENDPOINT_URL" ]; then set -a; . .local/dev/emulators.env; set +a; fi; \
+	  cargo run -q -p local-cloud -- backfill-indexes $(ARGS)
 
 invoke: ## send an event to one function of `make dev` (Lambda's Invoke API): make invoke FN=OrderConsumerFunction EVENT=events/order-consumer.json
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<logical id or function name> EVENT=events/<file>.json [URL=http://127.0.0.1:3000]" >&2; exit 2; }

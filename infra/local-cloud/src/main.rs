@@ -1,5 +1,6 @@
 //! `local-cloud`: run the SAM template locally, or mint a local token.
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use local_cloud::cloud::{self, CloudOptions, LocalCloud};
 use local_cloud::faults::FaultPlan;
@@ -90,6 +91,23 @@ enum Command {
         /// The queue's logical id in the template, e.g. NotificationQueue.
         #[arg(long)]
         queue: String,
+    },
+    /// Add the index keys that commerce items written before an index existed lack (sales:
+    /// the back office's and the live sales' keys; orders: the per-sale keys of the figures),
+    /// a page at a time, printing each page's cursor; resumable with --start. Safe to repeat.
+    BackfillIndexes {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// The commerce table's name; by default the stack's `CommerceTable` as the runner
+        /// names it (for a deployed stack, pass its physical id).
+        #[arg(long)]
+        table_name: Option<String>,
+        /// Where to resume: the cursor a previous run printed.
+        #[arg(long)]
+        start: Option<String>,
+        /// Items read per page (the Scan's `Limit`).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i32).range(1..=1000))]
+        page_size: i32,
     },
     /// Start every function from --binaries-dir and have each answer one invocation: a
     /// request through the local API for a function with a route, the smallest event of its
@@ -242,6 +260,71 @@ async fn main() -> anyhow::Result<()> {
                 () = bound.run() => {}
                 result = shutdown_signal() => result?,
             }
+            Ok(())
+        }
+        Command::BackfillIndexes {
+            stack,
+            table_name,
+            start,
+            page_size,
+        } => {
+            let options = stack.options("127.0.0.1:0".parse()?, 1, PathBuf::new(), true);
+            let (model, region) = cloud::load_model(&options)?;
+            let table_name = match table_name {
+                Some(name) => name,
+                None => model
+                    .table("CommerceTable")
+                    .context("the template has no CommerceTable")?
+                    .name
+                    .clone(),
+            };
+            let mut start = start
+                .map(|raw| {
+                    app::cursor::Cursor::parse(&raw).map_err(|_| {
+                        anyhow::anyhow!("--start is not a cursor this command printed")
+                    })
+                })
+                .transpose()?;
+            let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .region(aws_config::Region::new(region))
+                .load()
+                .await;
+            let table = app::dynamo::Table::new(aws_sdk_dynamodb::Client::new(&sdk), &table_name);
+            println!("backfilling the index keys of {table_name}, {page_size} items a page");
+            let (mut pages, mut scanned, mut sales_listed, mut sales_live, mut orders) =
+                (0u64, 0u64, 0u64, 0u64, 0u64);
+            loop {
+                let page = app::seckill::backfill::backfill_page(&table, start.as_ref(), page_size)
+                    .await
+                    .with_context(|| match &start {
+                        Some(cursor) => format!("resume with --start {}", cursor.encode()),
+                        None => "run it again".to_owned(),
+                    })?;
+                pages += 1;
+                scanned += page.scanned;
+                sales_listed += page.sales_listed;
+                sales_live += page.sales_made_live;
+                orders += page.orders_indexed;
+                match &page.next {
+                    Some(next) => println!(
+                        "  page {pages}: {scanned} items read, {} lacked a key; next: --start {}",
+                        page.lacking,
+                        next.encode()
+                    ),
+                    None => println!(
+                        "  page {pages}: {scanned} items read, {} lacked a key",
+                        page.lacking
+                    ),
+                }
+                match page.next {
+                    Some(next) => start = Some(next),
+                    None => break,
+                }
+            }
+            println!(
+                "done: {scanned} items read in {pages} pages; keys added to {sales_listed} sales \
+                 (all sales), {sales_live} sales (live sales), {orders} orders (per sale)"
+            );
             Ok(())
         }
         Command::DlqReplay { stack, queue } => {

@@ -62,6 +62,7 @@
 pub mod admission;
 pub mod back_office;
 pub mod back_office_routes;
+pub mod backfill;
 pub mod cache_control;
 pub mod checkout;
 pub mod failover;

@@ -4,6 +4,7 @@
 
 mod admin_mfa;
 mod async_path;
+mod backfill;
 mod conflicts;
 mod dynamo;
 mod follow_graph;
