@@ -23,6 +23,11 @@
 //! A process enters its group between `fork` and `exec` ([`Group::confine`]), so even its
 //! first instruction runs under the quota: init is throttled as Lambda throttles it.
 
+#![expect(
+    unsafe_code,
+    reason = "joining a cgroup between fork and exec (pre_exec) and reaping with wait4 need libc"
+)]
+
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::unix::ffi::OsStrExt as _;
@@ -491,8 +496,10 @@ cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
     }
 
     /// Wall and CPU time of a short CPU-bound shell loop run in a group of `memory_mb`.
-    // Reaped by wait4, which also answers its CPU time; std's wait does not.
-    #[allow(clippy::zombie_processes)]
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4, which also answers its CPU time; std's wait does not"
+    )]
     fn spin(quota: &CpuQuota, memory_mb: u32) -> (Duration, Duration) {
         let group = quota.group("spin", memory_mb).expect("a group");
         let mut command = Command::new("sh");

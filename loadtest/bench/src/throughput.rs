@@ -29,7 +29,10 @@ pub struct Runner {
 
 impl Runner {
     /// Starts the runner and waits until it serves the HTTP API.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is one setting of the measurement, named at the call"
+    )]
     pub async fn start(
         program: &Path,
         template: &Path,

@@ -2,6 +2,11 @@
 //! `redis-server`. `make test` starts them and exports their endpoints; every test makes its
 //! own table, queue or key prefix, so the tests run in parallel.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test's helpers fail the test with a panic, as its assertions do"
+)]
+
 mod admin_mfa;
 mod async_path;
 mod backfill;

@@ -6,12 +6,18 @@
 //! function is ever told that it runs under SAM (`sam_local`); the LocalStack profile starts what
 //! the runner provisions (`localstack`).
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test's helpers fail the test with a panic, as its assertions do"
+)]
+
 mod alarms;
 mod aws_rules;
 mod capacity;
 mod cognito;
 mod contention;
 mod dashboard;
+mod lints;
 mod localstack;
 mod logging;
 mod openapi;

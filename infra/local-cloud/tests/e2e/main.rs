@@ -2,6 +2,11 @@
 //! runner with the real function binaries, against the emulators, driven over HTTP as a
 //! client would.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test's helpers fail the test with a panic, as its assertions do"
+)]
+
 mod abuse;
 mod back_office;
 mod browser;

@@ -16,6 +16,11 @@
 //! order, and of the outbox relay with the follow's outbox item as a stream record publishes
 //! the follow event; a malformed event gets the function's error back.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test's helpers fail the test with a panic, as its assertions do"
+)]
+
 #[path = "../e2e/support/api.rs"]
 mod support;
 

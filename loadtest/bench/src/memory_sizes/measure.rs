@@ -86,7 +86,10 @@ fn at_size(subject: &Subject, memory_mb: u32) -> Subject {
 /// events, one at a time, back to back. `template_mb` has each function's `MemorySize`. With
 /// `perf_dir` (`loadtest/bench.sh profile`), the process then serves as many invocations again
 /// under `perf record`, into `<perf_dir>/<binary>-<MB>.data`.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one setting of the measurement, named at the call"
+)]
 pub async fn measure(
     subjects: &[Subject],
     template_mb: &BTreeMap<String, u32>,
