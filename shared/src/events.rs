@@ -14,8 +14,6 @@
 //! A consumer parses an envelope into a known event or refuses it with a reason; a refused
 //! message can never succeed, so it belongs in the dead-letter queue, not in a retry loop.
 
-use crate::seckill::checkout::Address;
-use crate::seckill::orders::PaymentMethod;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -72,6 +70,33 @@ pub struct SalePageRequested {
 
 pub const ORDER_PLACED: &str = "OrderPlaced";
 pub const PAYMENT_DUE: &str = "PaymentDue";
+
+/// A shipping address in `OrderPlaced` v2, as the buyer typed it (trimmed). The wire's own
+/// type: the checkout converts to and from it (`seckill::checkout`), so that a change to the
+/// domain's address cannot change a queue message's schema unnoticed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Address {
+    pub recipient: String,
+    pub line1: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line2: Option<String>,
+    pub city: String,
+    pub postal_code: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+}
+
+/// How the buyer chose to pay, in `OrderPlaced` v2 (`ONLINE`, `COD`); converted to and from
+/// `seckill::orders::PaymentMethod`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentMethod {
+    Online,
+    Cod,
+}
 
 /// `OrderPlaced` v2, sent by the order route after the script reserved the order's units.
 ///

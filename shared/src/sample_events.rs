@@ -13,11 +13,9 @@
 
 use crate::dynamo::Item;
 use crate::events::{
-    Envelope, FollowPayload, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue,
-    SALE_PAGE_REQUESTED, SalePageRequested, USER_FOLLOWED, USER_UNFOLLOWED,
+    Address, Envelope, FollowPayload, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue,
+    PaymentMethod, SALE_PAGE_REQUESTED, SalePageRequested, USER_FOLLOWED, USER_UNFOLLOWED,
 };
-use crate::seckill::checkout::Address;
-use crate::seckill::orders::PaymentMethod;
 use crate::seckill::sale::{Lifecycle, Sale};
 use crate::social::follow::OUTBOX_TTL_SECONDS;
 use anyhow::Context;

@@ -206,8 +206,8 @@ pub fn order_placed(
             price_cents,
             reserved_at_ms: reservation.now_ms,
             quantity: reservation.checkout.quantity,
-            address: reservation.checkout.address.clone(),
-            payment_method: reservation.checkout.payment_method,
+            address: reservation.checkout.address.clone().map(Into::into),
+            payment_method: reservation.checkout.payment_method.map(Into::into),
         },
     }
 }

@@ -25,6 +25,52 @@ pub struct Address {
     pub phone: Option<String>,
 }
 
+impl From<Address> for crate::events::Address {
+    fn from(address: Address) -> Self {
+        let Address {
+            recipient,
+            line1,
+            line2,
+            city,
+            postal_code,
+            country,
+            phone,
+        } = address;
+        Self {
+            recipient,
+            line1,
+            line2,
+            city,
+            postal_code,
+            country,
+            phone,
+        }
+    }
+}
+
+impl From<crate::events::Address> for Address {
+    fn from(address: crate::events::Address) -> Self {
+        let crate::events::Address {
+            recipient,
+            line1,
+            line2,
+            city,
+            postal_code,
+            country,
+            phone,
+        } = address;
+        Self {
+            recipient,
+            line1,
+            line2,
+            city,
+            postal_code,
+            country,
+            phone,
+        }
+    }
+}
+
 /// The order route's body, as sent.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

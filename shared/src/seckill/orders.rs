@@ -81,6 +81,24 @@ pub enum PaymentMethod {
     Cod,
 }
 
+impl From<PaymentMethod> for crate::events::PaymentMethod {
+    fn from(method: PaymentMethod) -> Self {
+        match method {
+            PaymentMethod::Online => Self::Online,
+            PaymentMethod::Cod => Self::Cod,
+        }
+    }
+}
+
+impl From<crate::events::PaymentMethod> for PaymentMethod {
+    fn from(method: crate::events::PaymentMethod) -> Self {
+        match method {
+            crate::events::PaymentMethod::Online => Self::Online,
+            crate::events::PaymentMethod::Cod => Self::Cod,
+        }
+    }
+}
+
 impl PaymentMethod {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -189,8 +207,8 @@ impl TryFrom<OrderPlaced> for NewOrder {
             price_cents: event.price_cents,
             quantity: event.quantity,
             created_at: crate::clock::format(at),
-            address: event.address,
-            payment_method: event.payment_method,
+            address: event.address.map(Into::into),
+            payment_method: event.payment_method.map(Into::into),
         })
     }
 }

@@ -324,9 +324,9 @@ pub async fn place_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::PaymentMethod;
     use crate::seckill::admission::fake::{MemoryAdmission, MemoryPublisher};
     use crate::seckill::admission::{AdmissionError, Verdict};
-    use crate::seckill::orders::PaymentMethod;
     use crate::seckill::sale::fake::MemorySales;
     use crate::seckill::sale_page::fake::MemoryPageRequests;
     use crate::testing::{answer, api_request, assert_refused, claims_of, logged};
