@@ -112,6 +112,20 @@ pub struct DynamoOrderStore {
 }
 
 impl DynamoOrderStore {
+    /// The keyed query of the refunds still due, oldest first (the index sorts them by when
+    /// they were recorded): the list's pages and the reconciliation's count read it.
+    fn refunds_due_query(
+        &self,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.table
+            .client
+            .query()
+            .table_name(&self.table.name)
+            .index_name(REFUNDS_INDEX)
+            .key_condition_expression("gsi1pk = :pk")
+            .expression_attribute_values(":pk", s(REFUNDS_DUE_PK))
+    }
+
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             table: Table::new(client, table),
@@ -683,14 +697,7 @@ impl OrderStore for DynamoOrderStore {
                 && cursor.get("sk").is_some_and(|sk| sk.starts_with("ORDER#"))
         };
         let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
-        let query = self
-            .table
-            .client
-            .query()
-            .table_name(&self.table.name)
-            .index_name(REFUNDS_INDEX)
-            .key_condition_expression("gsi1pk = :pk")
-            .expression_attribute_values(":pk", s(REFUNDS_DUE_PK));
+        let query = self.refunds_due_query();
         let failed = "failed to query the refunds due";
         let (items, next) =
             query_page_in(query, true, limit, start, failed, refund_from_item).await?;
@@ -699,15 +706,7 @@ impl OrderStore for DynamoOrderStore {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError> {
-        let due = || {
-            self.table
-                .client
-                .query()
-                .table_name(&self.table.name)
-                .index_name(REFUNDS_INDEX)
-                .key_condition_expression("gsi1pk = :pk")
-                .expression_attribute_values(":pk", s(REFUNDS_DUE_PK))
-        };
+        let due = || self.refunds_due_query();
         // Counted by DynamoDB, not fetched: a page of a count query holds no item.
         let mut count = 0u64;
         let mut start = None;
