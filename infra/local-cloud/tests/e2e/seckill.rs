@@ -396,8 +396,15 @@ async fn orders_of_several_units_with_an_address_cod_kept_and_an_unpaid_one_give
 /// attempt's order, and exactly one order and one unit come of the two attempts.
 #[tokio::test]
 async fn a_retry_after_a_dropped_answer_with_the_same_idempotency_key_makes_one_order() {
-    // Every SendMessage of the order route lands, but answers 3 s late.
-    let cloud = start_with(&["PlaceOrderFunction:sqs.SendMessage:hang=3s"], &[]).await;
+    // Every SendMessage of the order route lands, but answers late: three quarters of the
+    // SDK's attempt timeout, so that the send still succeeds (a longer hang fails every
+    // attempt, and the test would be of a broken queue, where 503 RETRY is right).
+    let hang = app::cloud::ATTEMPT_TIMEOUT * 3 / 4;
+    let rule = format!(
+        "PlaceOrderFunction:sqs.SendMessage:hang={}ms",
+        hang.as_millis()
+    );
+    let cloud = start_with(&[rule.as_str()], &[]).await;
     let sale = open_sale(&cloud, 5, 3).await;
     let buyer = "ida-key";
     let api = Api::new(&cloud, Some(buyer));
@@ -445,7 +452,7 @@ async fn a_retry_after_a_dropped_answer_with_the_same_idempotency_key_makes_one_
     .await;
     assert_eq!(status, "COD");
     // Give the first attempt's own (late) event time to arrive, then count.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(hang + Duration::from_secs(2)).await;
     let (status, listed) = api.call("GET", "/orders?limit=10", None).await;
     assert_eq!(status, 200, "{listed}");
     let ids: Vec<&str> = (listed["items"].as_array().unwrap().iter())
