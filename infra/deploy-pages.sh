@@ -3,16 +3,20 @@
 #
 # The pages' deploy step, after `sam deploy` (the cloud form of what the local runner does at
 # start): reads the stack's outputs, writes shop/config.json for Cognito's managed login
-# (domain and app client id), syncs shop/ (but its templates/, the sources of generated
-# pages) to the stack's ShopBucket under shop/, leaving the sale pages that publish-sale
-# wrote, and invalidates the distribution's copies of the static pages. On the first deploy
-# the stack's ShopDomain parameter is still empty (the sign-in client cannot name the
-# distribution in the template, see ShopDomain there): it then updates the stack once more,
-# same template and parameters, with ShopDomain set to the distribution's host, so that
-# sign-in comes back to it.
+# (domain and app client id), syncs the pages' site (`local-cloud pages`: shop/ but its
+# sources _layout/ and templates/, each page with its shared head and layout included, the
+# same expansion the runner serves) to the stack's ShopBucket under shop/, leaving the sale
+# pages that publish-sale wrote, and invalidates the distribution's copies of the static
+# pages. The site is written first, so that a page that does not expand changes nothing. On
+# the first deploy the stack's ShopDomain parameter is still empty (the sign-in client cannot
+# name the distribution in the template, see ShopDomain there): it then updates the stack
+# once more, same template and parameters, with ShopDomain set to the distribution's host, so
+# that sign-in comes back to it.
 #
 # Needs the deployer's AWS credentials (the usual variables or profile). The AWS CLI comes
-# from the project-local venv .local/venv/aws (infra/python/aws.txt).
+# from the project-local venv .local/venv/aws (infra/python/aws.txt), the runner from cargo;
+# AWS_CLI and LOCAL_CLOUD name other commands (the pages' contract test passes a recording
+# stand-in and the built runner).
 set -euo pipefail
 
 if [[ $# -lt 1 || $# -gt 2 ]]; then
@@ -22,8 +26,17 @@ fi
 stack=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-bash infra/python/ensure-venv.sh aws
-aws=(.local/venv/aws/bin/aws)
+site=$(mktemp -d)
+config=$(mktemp)
+trap 'rm -rf "$site" "$config"' EXIT
+read -r -a local_cloud <<<"${LOCAL_CLOUD:-cargo run -q -p local-cloud --}"
+"${local_cloud[@]}" pages --pages shop --out "$site"
+if [[ -n ${AWS_CLI:-} ]]; then
+    read -r -a aws <<<"$AWS_CLI"
+else
+    bash infra/python/ensure-venv.sh aws
+    aws=(.local/venv/aws/bin/aws)
+fi
 if [[ $# -eq 2 ]]; then
     aws+=(--region "$2")
 fi
@@ -62,12 +75,10 @@ if [[ $(parameter ShopDomain) != "$host" ]]; then
     "${aws[@]}" cloudformation wait stack-update-complete --stack-name "$stack"
 fi
 
-config=$(mktemp)
-trap 'rm -f "$config"' EXIT
 printf '{"signIn":"cognito","domain":"%s","clientId":"%s"}\n' "$domain" "$client_id" >"$config"
 
 # Static pages: revalidated at the edge within a minute of a deploy.
-"${aws[@]}" s3 sync shop/ "s3://$bucket/shop/" --exclude 'templates/*' --exclude 'sales/*' \
+"${aws[@]}" s3 sync "$site/" "s3://$bucket/shop/" --exclude 'sales/*' \
     --cache-control 'public, max-age=60' --delete --exclude 'config.json'
 "${aws[@]}" s3 cp "$config" "s3://$bucket/shop/config.json" \
     --content-type application/json --cache-control 'no-cache'

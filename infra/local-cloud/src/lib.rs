@@ -17,6 +17,8 @@
 //! - [`dashboard`]: the live dashboard at `/_local/dashboard` and what it records.
 //! - [`pages`]: the shop's pages under `/shop/`, from the emulator's S3, as the cloud's
 //!   distribution serves them.
+//! - [`layout`]: the pages' site as uploaded, locally and by `infra/deploy-pages.sh`: each
+//!   page's shared head and layout included from `shop/_layout/` (`local-cloud pages`).
 //! - [`sign_in`]: the development sign-in at `/_local/sign-in`, a local token for a user name.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
@@ -39,6 +41,7 @@ pub mod forward;
 pub mod gateway;
 pub mod jwt;
 pub mod lambda_api;
+pub mod layout;
 pub mod loopback;
 pub mod model;
 pub mod pages;

@@ -127,6 +127,17 @@ enum Command {
         #[arg(required = true, value_name = "LISTEN=TO")]
         forwards: Vec<local_cloud::forward::Forward>,
     },
+    /// Write the shop's pages as they are uploaded to OUT: every file of --pages but the
+    /// sources (`_layout/`, `templates/`), each page with its layout included (what
+    /// infra/deploy-pages.sh syncs to the stack's bucket, and the runner serves).
+    Pages {
+        /// The pages' sources.
+        #[arg(long, default_value = "shop")]
+        pages: PathBuf,
+        /// Where to write them (created if need be).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print a token that the local HTTP API accepts.
     Token {
         #[arg(long)]
@@ -249,6 +260,15 @@ async fn main() -> anyhow::Result<()> {
                 std::fs::write(&path, serde_json::to_string_pretty(&file)?)?;
                 println!("wrote {}", path.display());
             }
+            Ok(())
+        }
+        Command::Pages { pages, out } => {
+            let count = local_cloud::layout::write_site(&pages, &out)?;
+            println!(
+                "{count} files of {} written to {}",
+                pages.display(),
+                out.display()
+            );
             Ok(())
         }
         Command::Forward { forwards } => {

@@ -1,7 +1,8 @@
 //! The shop's pages under `/shop/`, as the cloud's distribution serves them from the pages
 //! bucket: locally the runner creates the template's buckets in the emulator, uploads the
-//! static pages (the project's `shop/` directory beside the template, what the cloud's deploy
-//! step syncs) with a `shop/config.json` that points sign-in at the development sign-in, and
+//! static pages (the site of the project's `shop/` directory beside the template, expanded by
+//! [`crate::layout`] as for the cloud's deploy step) with a `shop/config.json` that points
+//! sign-in at the development sign-in, and
 //! answers `GET /shop/...` from the bucket, before any API route (no route uses `/shop/`).
 //! Sale pages that the page writer stores in the bucket are served the same way.
 //!
@@ -24,7 +25,7 @@ use http::header::{
 };
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::model::Model;
 
@@ -32,8 +33,6 @@ use crate::model::Model;
 pub const PAGES_BUCKET: &str = "ShopBucket";
 /// The site's prefix of the pages, and their keys' in the bucket.
 pub const PREFIX: &str = "/shop/";
-/// Sources of generated pages, not pages: never uploaded.
-const TEMPLATES: &str = "templates";
 
 /// The local configuration of the pages: sign in with the runner's development sign-in.
 const LOCAL_CONFIG: &str = r#"{"signIn":"local","signInUrl":"/_local/sign-in"}"#;
@@ -112,18 +111,18 @@ impl Pages {
         &self.bucket
     }
 
-    /// Uploads every file under `dir` (but its `templates/`) to `shop/<its path>`, then the
-    /// local `shop/config.json`: the local form of the deploy step. Answers how many files.
+    /// Uploads the site of `dir` ([`crate::layout::site`]: its files but the sources, each
+    /// page with its layout included) to `shop/<key>`, then the local `shop/config.json`: the
+    /// local form of the deploy step. Answers how many files.
     pub async fn upload(&self, dir: &Path) -> anyhow::Result<usize> {
-        let mut files = Vec::new();
-        collect(dir, dir, &mut files)
-            .with_context(|| format!("failed to read the pages in {}", dir.display()))?;
-        for (path, relative) in &files {
-            let body = tokio::fs::read(path)
-                .await
-                .with_context(|| format!("failed to read {}", path.display()))?;
-            self.put(&format!("shop/{relative}"), content_type(path), body)
-                .await?;
+        let site = crate::layout::site(dir)?;
+        for file in &site {
+            self.put(
+                &format!("shop/{}", file.key),
+                file.content_type,
+                file.body.clone(),
+            )
+            .await?;
         }
         self.put(
             "shop/config.json",
@@ -131,7 +130,7 @@ impl Pages {
             LOCAL_CONFIG.as_bytes().to_vec(),
         )
         .await?;
-        Ok(files.len() + 1)
+        Ok(site.len() + 1)
     }
 
     async fn put(&self, key: &str, content_type: &str, body: Vec<u8>) -> anyhow::Result<()> {
@@ -272,27 +271,6 @@ fn access_denied(method: &Method) -> Response<Full<Bytes>> {
     response
 }
 
-/// The files under `dir`, with their paths relative to `root` (`/`-separated), but the
-/// generated pages' templates.
-fn collect(root: &Path, dir: &Path, files: &mut Vec<(PathBuf, String)>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let relative = path
-            .strip_prefix(root)
-            .expect("under the root")
-            .to_string_lossy()
-            .replace('\\', "/");
-        if path.is_dir() {
-            if relative != TEMPLATES {
-                collect(root, &path, files)?;
-            }
-        } else {
-            files.push((path, relative));
-        }
-    }
-    Ok(())
-}
-
 fn text(status: StatusCode, message: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(message)));
     *response.status_mut() = status;
@@ -363,18 +341,5 @@ mod tests {
             "text/css; charset=utf-8"
         );
         assert_eq!(content_type(Path::new("config.json")), "application/json");
-    }
-
-    #[test]
-    fn the_templates_are_not_uploaded() {
-        let dir = std::env::temp_dir().join(format!("pages-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(dir.join("templates")).unwrap();
-        std::fs::write(dir.join("index.html"), "<p>").unwrap();
-        std::fs::write(dir.join("templates/sale.html"), "{{title}}").unwrap();
-        let mut files = Vec::new();
-        collect(&dir, &dir, &mut files).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        let names: Vec<&str> = files.iter().map(|(_, name)| name.as_str()).collect();
-        assert_eq!(names, ["index.html"]);
     }
 }

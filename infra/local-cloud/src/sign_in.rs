@@ -22,6 +22,7 @@
 //! developer in as someone of its choosing) are a 403 that says why.
 
 use crate::dashboard::local_answer;
+use crate::layout::escape;
 use bytes::Bytes;
 use http::HeaderValue;
 use http::{Method, Response, StatusCode};
@@ -331,13 +332,6 @@ fn valid_user(user: &str) -> Result<String, String> {
             "a user name is 1 to {MAX_USER} of A-Z, a-z, 0-9, '-', '_' and '.' (the API's user ids)"
         )),
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn page(status: StatusCode, html: String) -> Response<Full<Bytes>> {

@@ -3,7 +3,8 @@
 //! from it and the rest from the API (uncached, but the public sale detail for its
 //! `max-age=1`), publish-sale writing pages only, and a sign-in client without a secret that
 //! uses the authorization code flow. The runner reads the bucket and gives publish-sale its
-//! local name.
+//! local name. The pages' shared head and layout are written once (`shop/_layout/`), every
+//! page is uploaded with it included, and the deploy step uploads what the runner serves.
 
 use crate::support::{project_model, yaml};
 use std::collections::BTreeMap;
@@ -408,23 +409,40 @@ fn the_distribution_and_the_runner_send_the_same_security_headers() {
     }
 }
 
+/// The pages as they are uploaded, locally and by the deploy step: the site of `shop/`.
+fn site() -> Vec<local_cloud::layout::SiteFile> {
+    local_cloud::layout::site(&crate::support::root().join("shop"))
+        .expect("every page of shop/ expands")
+}
+
+/// The site's HTML pages: key, text.
+fn site_pages() -> Vec<(String, String)> {
+    site()
+        .into_iter()
+        .filter(|file| file.key.ends_with(".html"))
+        .map(|file| (file.key, String::from_utf8(file.body).unwrap()))
+        .collect()
+}
+
 /// The policy holds only if no page has an inline script, style or event handler: the
-/// static pages, the sale page's template and the payment sandbox's page load theirs from
-/// files under `/shop/`.
+/// static pages (as uploaded, their layout included), the sale page's template and the
+/// payment sandbox's page load theirs from files under `/shop/`.
 #[test]
 fn no_page_has_inline_script_or_style() {
     let root = crate::support::root();
-    let mut pages: Vec<std::path::PathBuf> = ["shop", "shop/templates"]
-        .iter()
-        .flat_map(|dir| std::fs::read_dir(root.join(dir)).unwrap())
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "html"))
-        .collect();
-    pages.push(root.join("shared/src/seckill/sandbox.html"));
+    let mut pages = site_pages();
+    for source in [
+        "shop/templates/sale.html",
+        "shared/src/seckill/sandbox.html",
+    ] {
+        pages.push((
+            source.to_owned(),
+            std::fs::read_to_string(root.join(source)).unwrap(),
+        ));
+    }
     assert!(pages.len() > 5, "{pages:?}");
-    for page in pages {
-        let html = std::fs::read_to_string(&page).unwrap().to_ascii_lowercase();
-        let name = page.display();
+    for (name, html) in pages {
+        let html = html.to_ascii_lowercase();
         assert!(!html.contains("<style"), "{name} has a <style>");
         assert!(!html.contains(" style="), "{name} has a style attribute");
         assert!(
@@ -638,14 +656,12 @@ fn every_way_into_the_pages_lands_on_an_uploaded_object() {
             }
         }
     }
-    let pages = crate::support::root().join("shop");
-    for entry in std::fs::read_dir(&pages).unwrap() {
-        let path = entry.unwrap().path();
-        let ext = path.extension().and_then(|e| e.to_str());
-        if !matches!(ext, Some("html" | "js")) {
+    let site = site();
+    for file in &site {
+        if !file.key.ends_with(".html") && !file.key.ends_with(".js") {
             continue;
         }
-        let source = std::fs::read_to_string(&path).unwrap();
+        let source = String::from_utf8_lossy(&file.body);
         for quote in ['"', '\''] {
             for piece in source.split(quote).skip(1).step_by(2) {
                 if piece.starts_with("/shop")
@@ -670,8 +686,151 @@ fn every_way_into_the_pages_lands_on_an_uploaded_object() {
             continue;
         }
         assert!(
-            pages.join(file).is_file() && !file.starts_with("templates/"),
+            site.iter().any(|uploaded| uploaded.key == file),
             "{uri} ends at the key {key}, which no uploaded page has: S3 answers 403"
         );
+    }
+}
+
+/// The part of `html` between its `<head>` and `</head>`, which it has once each.
+fn head(name: &str, html: &str) -> String {
+    assert_eq!(html.matches("<head>").count(), 1, "{name}: {html}");
+    assert_eq!(html.matches("</head>").count(), 1, "{name}: {html}");
+    let start = html.find("<head>").unwrap();
+    let end = html.find("</head>").unwrap();
+    assert!(start < end, "{name}");
+    html[start..end].to_owned()
+}
+
+/// The head and header of the pages are written once (`shop/_layout/`) and included by each
+/// page: every page of the site comes out whole, with no include left in it, one `<head>`
+/// with the stylesheet and `shop.js` (and its own scripts, which the site has), one
+/// `<header>` and a title; no source of the layout is a page of the site.
+#[test]
+fn every_page_is_uploaded_with_its_layout_included() {
+    let root = crate::support::root();
+    let sources: Vec<String> = std::fs::read_dir(root.join("shop"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".html"))
+        .collect();
+    let site = site();
+    let pages = site_pages();
+    assert_eq!(pages.len(), sources.len(), "{sources:?}");
+    assert!(pages.len() >= 6, "{sources:?}");
+    for (name, html) in &pages {
+        assert!(sources.contains(name), "{name} is not a page of shop/");
+        assert!(!html.contains("<!-- include"), "{name}: {html}");
+        assert!(!html.contains("{{"), "{name}: {html}");
+        assert!(html.starts_with("<!doctype html>\n"), "{name}");
+        assert!(html.trim_end().ends_with("</html>"), "{name}");
+        let head = head(name, html);
+        assert!(
+            head.contains(r#"<link rel="stylesheet" href="/shop/shop.css">"#),
+            "{name}: {head}"
+        );
+        assert!(
+            head.contains(r#"<script src="/shop/shop.js" defer></script>"#),
+            "{name}: {head}"
+        );
+        assert_eq!(head.matches("<title>").count(), 1, "{name}: {head}");
+        assert!(head.contains(" · shop</title>"), "{name}: {head}");
+        for script in head.split(r#"<script src="/shop/"#).skip(1) {
+            let file = script.split('"').next().unwrap();
+            assert!(
+                site.iter().any(|uploaded| uploaded.key == file),
+                "{name} loads /shop/{file}, which is not uploaded"
+            );
+        }
+        let own = format!(r#"<script src="/shop/{}""#, name.replace(".html", ".js"));
+        assert!(head.contains(&own), "{name} loads its own script: {head}");
+        assert_eq!(html.matches("<header>").count(), 1, "{name}");
+        assert_eq!(html.matches("<body>").count(), 1, "{name}");
+    }
+    assert!(
+        site.iter()
+            .all(|file| !file.key.starts_with("_layout/") && !file.key.starts_with("templates/")),
+        "a source is uploaded"
+    );
+}
+
+/// `make deploy-pages` (`infra/deploy-pages.sh`) uploads what the runner uploads to its
+/// bucket (and serves, `e2e shop::`): the script runs here against a recording stand-in
+/// for the AWS CLI, which keeps a copy of what the sync sends.
+#[test]
+fn deploy_pages_uploads_the_site_the_runner_serves() {
+    let dir = std::env::temp_dir().join(format!("deploy-pages-{}", uuid::Uuid::new_v4().simple()));
+    let uploaded = dir.join("uploaded");
+    std::fs::create_dir_all(&uploaded).unwrap();
+    let log = dir.join("calls.log");
+    let aws = dir.join("aws");
+    // The stack's outputs and its ShopDomain (already the distribution's host: no update).
+    std::fs::write(
+        &aws,
+        format!(
+            r#"#!/usr/bin/env bash
+printf '%s\n' "aws $*" >> '{log}'
+case " $* " in
+*ShopBucketName*) echo contract-bucket ;;
+*ShopUrl*) echo https://d111.cloudfront.net/shop/ ;;
+*ShopSignInDomain*) echo contract.auth.us-east-1.amazoncognito.com ;;
+*ShopClientId*) echo contract-client ;;
+*ShopDomain*) echo d111.cloudfront.net ;;
+*" s3 sync "*) cp -R "$3/." '{uploaded}/' ;;
+*list-distributions*) echo None ;;
+esac
+"#,
+            log = log.display(),
+            uploaded = uploaded.display()
+        ),
+    )
+    .unwrap();
+    let output = std::process::Command::new("bash")
+        .arg(crate::support::root().join("infra/deploy-pages.sh"))
+        .arg("contract")
+        .env("AWS_CLI", format!("bash {}", aws.display()))
+        .env("LOCAL_CLOUD", env!("CARGO_BIN_EXE_local-cloud"))
+        .output()
+        .expect("bash runs");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut sent = Vec::new();
+    collect_files(&uploaded, &uploaded, &mut sent);
+    std::fs::remove_dir_all(&dir).unwrap();
+    crate::support::assert_succeeded(&output);
+    let sync = calls
+        .lines()
+        .find(|call| call.starts_with("aws s3 sync "))
+        .unwrap_or_else(|| panic!("no sync: {calls}"));
+    assert!(sync.contains(" s3://contract-bucket/shop/ "), "{sync}");
+    for flag in ["--delete", "--exclude sales/*", "--exclude config.json"] {
+        assert!(sync.contains(flag), "{flag}: {sync}");
+    }
+    sent.sort();
+    let site: Vec<(String, Vec<u8>)> = site().into_iter().map(|f| (f.key, f.body)).collect();
+    let keys = |files: &[(String, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&sent), keys(&site));
+    for ((key, sent), (_, site)) in sent.iter().zip(&site) {
+        assert!(sent == site, "{key}: the deploy step sends another file");
+    }
+}
+
+/// The files under `dir`: key relative to `root`, bytes.
+fn collect_files(
+    root: &std::path::Path,
+    dir: &std::path::Path,
+    files: &mut Vec<(String, Vec<u8>)>,
+) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_files(root, &path, files);
+        } else {
+            let key = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            files.push((key, std::fs::read(&path).unwrap()));
+        }
     }
 }

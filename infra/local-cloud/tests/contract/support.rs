@@ -45,3 +45,13 @@ pub fn entries<'a>(value: &'a Value, key: &str) -> Vec<(&'a str, &'a Value)> {
         })
         .unwrap_or_default()
 }
+
+/// Fails the test with a command's output unless it exited with success.
+pub fn assert_succeeded(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

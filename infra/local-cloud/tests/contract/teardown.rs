@@ -80,12 +80,7 @@ fn every_bucket_is_retained_or_emptied_before_the_stack_is_deleted() {
         .expect("bash runs");
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::support::assert_succeeded(&output);
     let calls: Vec<&str> = calls.lines().collect();
     let delete = calls
         .iter()

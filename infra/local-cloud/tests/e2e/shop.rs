@@ -70,10 +70,11 @@ async fn published_sale(ops: &Api, title: &str, stock: u32, starts_in: time::Dur
 }
 
 /// The static pages and a published sale's page come from the bucket with their content
-/// types, as the distribution serves them: `/shop/` is its `index.html` (the viewer-request
-/// function's rewrite), `/shop` redirects there, and a key that does not exist is S3's 403
-/// (no index document of S3's own, no `s3:ListBucket`); the pages answer only GET and HEAD;
-/// and the API's routes are untouched.
+/// types, as the distribution serves them (every file the deploy step uploads, byte for
+/// byte): `/shop/` is its `index.html` (the viewer-request function's rewrite), `/shop`
+/// redirects there, and a key that does not exist is S3's 403 (no index document of S3's
+/// own, no `s3:ListBucket`); the pages answer only GET and HEAD; and the API's routes are
+/// untouched.
 #[tokio::test]
 async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
     let cloud = support::start(support::options(&support::unique_stack())).await;
@@ -101,9 +102,26 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
         );
         assert!(body.contains(has), "{path}: {body}");
     }
-    // The page template is a source, not a page.
-    let (status, _, body) = get(&base, "GET", "/shop/templates/sale.html").await;
-    assert_eq!(status, 403, "{body}");
+    // Every file of the site as the deploy step uploads it (`local-cloud pages`) is served as
+    // it is, each page with its shared head and layout included; their sources and the sale
+    // page's template are not pages.
+    let site = local_cloud::layout::site(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shop"))
+        .expect("the pages expand");
+    assert!(site.len() > 10, "{site:?}");
+    for file in &site {
+        let (status, kind, body) = get(&base, "GET", &format!("/shop/{}", file.key)).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (200, file.content_type),
+            "{}",
+            file.key
+        );
+        assert!(body.as_bytes() == file.body, "{}: {body}", file.key);
+    }
+    for source in ["/shop/templates/sale.html", "/shop/_layout/head.html"] {
+        let (status, _, body) = get(&base, "GET", source).await;
+        assert_eq!(status, 403, "{source}: {body}");
+    }
     // /shop has no slash: the function redirects it; a directory without an index.html is
     // a key that does not exist.
     let client = HttpClient::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
