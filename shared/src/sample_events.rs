@@ -614,7 +614,7 @@ mod tests {
     use crate::dynamo::{n, s};
     use crate::events::SocialEvent;
     use crate::ids::UserId;
-    use crate::seckill::failover::CacheEvent;
+    use crate::seckill::recovery::failover::CacheEvent;
     use crate::social::relay::{self, EventSink, SendFailed};
     use async_trait::async_trait;
     use std::path::{Path, PathBuf};
@@ -841,7 +841,7 @@ mod tests {
 
     /// The consumer's own parser of `function`'s messages: what makes it refuse a body.
     fn parse_body(function: &str, body: &str) -> Result<(), String> {
-        use crate::seckill::{orders, sale_page};
+        use crate::seckill::{order as orders, sale::page as sale_page};
         let social = |body: &str| -> Result<(), String> {
             let event = SocialEvent::parse(body).map_err(|err| err.to_string())?;
             let (SocialEvent::UserFollowed(envelope) | SocialEvent::UserUnfollowed(envelope)) =

@@ -3,10 +3,10 @@
 //! Redis lost, caps its stock at what DynamoDB can confirm, releases orphaned reservations.
 
 use app::boot::Boot;
-use app::seckill::cache_control::ElastiCacheControl;
-use app::seckill::failover::{self, CacheEvent, FailoverDeps};
-use app::seckill::reconcile::Grace;
-use app::seckill::redis_store::RedisSales;
+use app::seckill::recovery::elasticache::ElastiCacheControl;
+use app::seckill::recovery::failover::{self, CacheEvent, FailoverDeps};
+use app::seckill::recovery::reconcile::Grace;
+use app::seckill::sale::redis::RedisSales;
 use aws_lambda_events::sns::SnsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 

@@ -2,11 +2,11 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::sale_routes;
+use app::seckill::sale::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.sale_store().await;
-    http::run(|request| sale_routes::create_sale(&store, request)).await
+    http::run(|request| routes::create_sale(&store, request)).await
 }

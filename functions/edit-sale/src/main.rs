@@ -2,10 +2,10 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::back_office_routes;
+use app::seckill::office::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().sale_store().await;
-    http::run(|request| back_office_routes::edit_sale(&store, request)).await
+    http::run(|request| routes::edit_sale(&store, request)).await
 }

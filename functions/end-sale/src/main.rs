@@ -3,16 +3,16 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::back_office_routes;
+use app::seckill::office::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     // Redis's connect waits on the network while the SDK is set up.
     let (cache, store) = tokio::join!(boot.redis_sales(), boot.sale_store());
-    let route = back_office_routes::EndRoute {
+    let route = routes::EndRoute {
         store: &store,
         cache: &cache,
     };
-    http::run(|request| back_office_routes::end_sale(&route, request)).await
+    http::run(|request| routes::end_sale(&route, request)).await
 }

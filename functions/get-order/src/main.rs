@@ -3,12 +3,12 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::order_routes;
+use app::seckill::order::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;
     let pending = boot.reservation_reader().await;
-    http::run(|request| order_routes::get_order(&store, &pending, request)).await
+    http::run(|request| routes::get_order(&store, &pending, request)).await
 }

@@ -2,10 +2,10 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::sale_routes;
+use app::seckill::sale::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let cache = Boot::start().redis_sales().await;
-    http::run(|request| sale_routes::get_sale(&cache, request)).await
+    http::run(|request| routes::get_sale(&cache, request)).await
 }

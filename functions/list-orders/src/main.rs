@@ -2,10 +2,10 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::order_routes;
+use app::seckill::order::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().order_store().await;
-    http::run(|request| order_routes::list_orders(&store, request)).await
+    http::run(|request| routes::list_orders(&store, request)).await
 }

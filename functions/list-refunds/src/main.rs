@@ -2,10 +2,10 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::refund_routes;
+use app::seckill::payment::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().order_store().await;
-    http::run(|request| refund_routes::list_refunds_due(&store, request)).await
+    http::run(|request| routes::list_refunds_due(&store, request)).await
 }

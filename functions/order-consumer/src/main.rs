@@ -3,8 +3,8 @@
 
 use app::boot::Boot;
 use app::consumer;
-use app::seckill::order_consumer::{self, OrderDeps};
-use app::seckill::payment_due_sink::SqsPaymentDueSink;
+use app::seckill::order::consumer::{self as order_consumer, OrderDeps};
+use app::seckill::order::sqs::SqsPaymentDueSink;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {

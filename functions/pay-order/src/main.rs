@@ -3,7 +3,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::order_routes::{self, PayRoute};
+use app::seckill::payment::routes::{self, PayRoute};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -14,5 +14,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         store: &store,
         provider: provider.as_deref(),
     };
-    http::run(|request| order_routes::pay_order(&route, request)).await
+    http::run(|request| routes::pay_order(&route, request)).await
 }

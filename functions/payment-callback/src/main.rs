@@ -3,7 +3,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::payment_routes;
+use app::seckill::payment::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -12,7 +12,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let secrets = boot.callback_secrets().await;
     http::run(|request| {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        payment_routes::callback(&store, &secrets, request, now)
+        routes::callback(&store, &secrets, request, now)
     })
     .await
 }

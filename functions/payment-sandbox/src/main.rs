@@ -4,7 +4,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::sandbox;
+use app::seckill::payment::sandbox;
 use lambda_http::http::Method;
 
 #[tokio::main(flavor = "current_thread")]

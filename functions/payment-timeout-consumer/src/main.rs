@@ -3,12 +3,12 @@
 
 use app::boot::Boot;
 use app::consumer;
-use app::seckill::payment_timeout;
+use app::seckill::payment::timeout;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     // Redis's connect and script loads wait on the network while the SDK is set up.
     let (reservations, store) = tokio::join!(boot.reservations(), boot.order_store());
-    consumer::run(|messages| payment_timeout::handle_batch(&store, &reservations, messages)).await
+    consumer::run(|messages| timeout::handle_batch(&store, &reservations, messages)).await
 }

@@ -3,13 +3,13 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::order_publisher::SqsOrderPublisher;
-use app::seckill::sale_routes::{self, OrderRoute};
+use app::seckill::admission::routes::{self, OrderRoute};
+use app::seckill::admission::sqs::SqsOrderPublisher;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
-    let rate_limit_per_second = boot.must(sale_routes::rate_limit_from_env(boot.env()));
+    let rate_limit_per_second = boot.must(routes::rate_limit_from_env(boot.env()));
     // Redis's connect and script loads wait on the network while the SDK is set up.
     let (admission, sqs) = tokio::join!(boot.redis_sales_with_scripts(), boot.sqs());
     let publisher = boot.must(SqsOrderPublisher::from_env(boot.env(), sqs.clone()));
@@ -18,5 +18,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         publisher: &publisher,
         rate_limit_per_second,
     };
-    http::run(|request| sale_routes::place_order(&route, request)).await
+    http::run(|request| routes::place_order(&route, request)).await
 }

@@ -3,7 +3,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::sale_routes::{self, PublishRoute};
+use app::seckill::sale::routes::{self, PublishRoute};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -17,5 +17,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         cache: &cache,
         pages: &pages,
     };
-    http::run(|request| sale_routes::publish_sale(&route, request)).await
+    http::run(|request| routes::publish_sale(&route, request)).await
 }

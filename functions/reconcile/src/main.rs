@@ -2,7 +2,7 @@
 //! sale's stock in Redis beside DynamoDB's; answers a JSON summary.
 
 use app::boot::Boot;
-use app::seckill::reconcile::{self, Grace};
+use app::seckill::recovery::reconcile::{self, Grace};
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main(flavor = "current_thread")]

@@ -3,7 +3,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::back_office_routes;
+use app::seckill::office::routes;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -14,10 +14,10 @@ async fn main() -> Result<(), lambda_http::Error> {
         boot.sale_store(),
         boot.order_store()
     );
-    let route = back_office_routes::FiguresRoute {
+    let route = routes::FiguresRoute {
         office: &office,
         ledger: &ledger,
         cache: &cache,
     };
-    http::run(|request| back_office_routes::sale_figures(&route, request)).await
+    http::run(|request| routes::sale_figures(&route, request)).await
 }

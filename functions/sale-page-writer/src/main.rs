@@ -4,11 +4,11 @@
 
 use app::boot::Boot;
 use app::consumer;
-use app::seckill::sale_page;
+use app::seckill::sale::page;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let (sales, pages) = tokio::join!(boot.sale_store(), boot.sale_pages());
-    consumer::run(|messages| sale_page::write_batch(&sales, &pages, messages)).await
+    consumer::run(|messages| page::write_batch(&sales, &pages, messages)).await
 }

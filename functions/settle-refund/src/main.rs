@@ -3,7 +3,7 @@
 
 use app::boot::Boot;
 use app::http;
-use app::seckill::refund_routes::{self, SettleRoute};
+use app::seckill::payment::routes::{self, SettleRoute};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -14,5 +14,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         store: &store,
         provider: provider.as_deref(),
     };
-    http::run(|request| refund_routes::settle_refund(&route, request)).await
+    http::run(|request| routes::settle_refund(&route, request)).await
 }

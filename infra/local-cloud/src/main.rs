@@ -314,12 +314,16 @@ async fn main() -> anyhow::Result<()> {
             let (mut pages, mut scanned, mut sales_listed, mut sales_live, mut orders) =
                 (0u64, 0u64, 0u64, 0u64, 0u64);
             loop {
-                let page = app::seckill::backfill::backfill_page(&table, start.as_ref(), page_size)
-                    .await
-                    .with_context(|| match &start {
-                        Some(cursor) => format!("resume with --start {}", cursor.encode()),
-                        None => "run it again".to_owned(),
-                    })?;
+                let page = app::seckill::recovery::backfill::backfill_page(
+                    &table,
+                    start.as_ref(),
+                    page_size,
+                )
+                .await
+                .with_context(|| match &start {
+                    Some(cursor) => format!("resume with --start {}", cursor.encode()),
+                    None => "run it again".to_owned(),
+                })?;
                 pages += 1;
                 scanned += page.scanned;
                 sales_listed += page.sales_listed;

@@ -8,7 +8,7 @@
 //! 4. Settle: polls `GET /orders/{id}` as each accepted order's owner until every one reads
 //!    CONFIRMED (bounded by `--settle-timeout`), then checks accepted == CONFIRMED == stock.
 //! 5. Raw phase (with `--redis-url`): the same attempts, users and concurrency straight to
-//!    the reserve script (`EVALSHA` through `app::seckill::redis_store::RedisSales`) on a
+//!    the reserve script (`EVALSHA` through `app::seckill::sale::redis::RedisSales`) on a
 //!    fresh preheated sale of the same shape.
 //!
 //! Every phase is `loadgen`'s closed loop; each HTTP worker holds one keep-alive HTTP/1.1

@@ -1,5 +1,5 @@
 //! The raw phase: the reserve script straight from here (`EVALSHA` through
-//! `app::seckill::redis_store::RedisSales`) on a fresh preheated sale of the same shape, with
+//! `app::seckill::sale::redis::RedisSales`) on a fresh preheated sale of the same shape, with
 //! the same attempts, users and concurrency, in `loadgen`'s closed loop.
 
 use crate::cli::Args;
@@ -9,9 +9,9 @@ use crate::user_name;
 use anyhow::Context;
 use app::clock::epoch_ms;
 use app::ids::UserId;
+use app::seckill::admission::checkout::Checkout;
 use app::seckill::admission::{Admission, Reservation, Verdict};
-use app::seckill::checkout::Checkout;
-use app::seckill::redis_store::RedisSales;
+use app::seckill::sale::redis::RedisSales;
 use app::seckill::sale::{Lifecycle, Sale, SaleCache, SaleId};
 use loadgen::Worker;
 use std::collections::BTreeMap;

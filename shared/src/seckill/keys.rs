@@ -24,7 +24,7 @@
 //! | sale | `SALE#<id>` | `SALE` | gsi2 `SALES` / `<createdAt>#<id>`, always; gsi1 `SALES#LIVE` / `<startsAt>#<id>` from publishing until retired | the sale's definition, `state` (DRAFT, PUBLISHED, ENDED), `perUserLimit` and `stockRemaining`, DynamoDB's final guard against oversell; every sale newest first (the back office); the live sales (the home page, reconciliation, failover) |
 //!
 //! The live sales are a sparse index: only a sale between its publishing and its retirement
-//! (reconciliation takes it off once it ended and its grace period passed, [`super::reconcile`])
+//! (reconciliation takes it off once it ended and its grace period passed, [`crate::seckill::recovery::reconcile`])
 //! carries the gsi1 keys, so reading them costs the live sales, not the table: never a scan.
 //! | buyer | `SALE#<id>#BUYER#<userId>` | `BUYER` | | `units`: how many of the sale's units the user holds (CONFIRMED or PAID orders), DynamoDB's final guard of `perUserLimit` when Redis lost its `bought` hash; the order consumer adds to it in the transaction that confirms the orders, the payment timeout takes back in the one that cancels them |
 //!

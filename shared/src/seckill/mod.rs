@@ -3,94 +3,40 @@
 //!
 //! # Layout
 //!
-//! Domain modules name no AWS or Redis type; each states its ports as traits, and the
-//! adapters implement them. Routes only translate HTTP to domain calls. The events it emits
-//! and consumes are in [`crate::events`], its ids ([`crate::ids::SaleId`],
-//! [`crate::ids::OrderId`]) in [`crate::ids`].
+//! One folder per concern. In each, `mod.rs` is the domain and its ports (traits that name no
+//! AWS or Redis type), the adapters are named by the technology they speak (`dynamo.rs`,
+//! `redis.rs`, `sqs.rs`, `s3.rs`, `elasticache.rs`), `routes.rs` translates HTTP to domain
+//! calls and `fake.rs` holds the in-memory fakes of its ports for unit tests. A concern uses
+//! only the concerns listed before it, never one after it (a contract test checks), so that
+//! each can be read with what it builds on:
 //!
-//! - [`sale`] (domain, port): a new sale's rules, its lifecycle, the buyer's state; the
-//!   `SaleStore` and `SaleCache` ports.
-//! - [`admission`] (domain, port): placing an order; the `Admission` (reserve, release) and
-//!   `OrderPublisher` ports.
-//! - [`back_office`] (domain, port): the operators' list of every sale, a draft edited, a
-//!   sale ended early, and the home page's listing of the live sales; the `SaleOffice` and
-//!   `SaleCloser` ports.
-//! - [`figures`] (domain, port): one sale's figures for operators (units in Redis and in
-//!   DynamoDB, orders by status, units sold, revenue, refunds due); the `SaleLedger` port.
-//! - [`checkout`] (domain): what the buyer chooses for an order (quantity, address, payment
-//!   method), checked.
-//! - [`orders`] (domain, port): the order's states; the `OrderStore`, `Reservations`,
-//!   `PendingOrders` and `PaymentDueSink` ports.
-//! - [`payment`] (domain, port): online payment, the provider's signed callback and refunds;
-//!   the `PaymentProvider` port.
-//! - [`refunds`] (domain): the refunds due, listed oldest first and settled once through the
-//!   `PaymentProvider` port.
-//! - [`order_consumer`] (domain): materializing `OrderPlaced` events, the stock written once
-//!   per batch.
-//! - [`payment_timeout`] (domain): expiring unpaid orders, their units given back.
-//! - [`reconcile`] (domain): giving back reservations that never became orders.
-//! - [`failover`] (domain, port): after the cache failed over, every live sale put back in
-//!   order; the `CacheControl` port.
-//! - [`sale_page`] (domain, port): the static detail page of a published sale, rendered
-//!   in one pass with every value escaped, and the page writer that renders it from the
-//!   table; the `SalePages` and `PageRequests` ports.
-//! - [`keys`] (adapter): the Redis and DynamoDB key design.
-//! - [`redis_store`] (adapter): Redis adapter of `SaleCache` and `Admission` (the Lua
-//!   scripts).
-//! - [`reservations`] (adapter): Redis adapter of `Reservations` and `PendingOrders`.
-//! - [`sale_store`] (adapter): DynamoDB adapter of `SaleStore`.
-//! - [`sale_office_store`] (adapter): DynamoDB adapter of `SaleOffice`.
-//! - [`sale_index`] (adapter): the commerce table's sale indexes, the sparse one of the live
-//!   sales and the one of every sale, newest first.
-//! - [`page_store`] (adapter): S3 adapter of `SalePages`.
-//! - [`page_queue`] (adapter): SQS adapter of `PageRequests` (`SalePageRequested`).
-//! - [`order_store`] (adapter): DynamoDB adapter of `OrderStore` and `SaleLedger`.
-//! - [`payment_due_sink`] (adapter): SQS adapter of `PaymentDueSink`.
-//! - [`order_publisher`] (adapter): SQS adapter of `OrderPublisher`.
-//! - [`cache_control`] (adapter): ElastiCache adapter of `CacheControl`.
-//! - [`sale_routes`] (routes): `/seckill/activities/...`: create, publish, read a sale,
-//!   place an order.
-//! - [`back_office_routes`] (routes): `GET /seckill/activities`, `PATCH`, `POST .../end`
-//!   and `GET .../figures` of one, for operators; `GET /seckill/listing`, the home page's, public.
-//! - [`order_routes`] (routes): `/orders/...`: a buyer's orders and paying them.
-//! - [`payment_routes`] (routes): `/payments/callback`, the provider's signed callback.
-//! - [`refund_routes`] (routes): `/admin/refunds...`: operators list and settle refunds.
-//! - [`sandbox`] (adapter, routes): the sandbox provider of `PaymentProvider` and its pages,
-//!   `/sandbox/payments/...` (not on prod stacks).
-//! - `memory` (tests only): in-memory fakes of the order path's ports.
+//! 1. [`sale`]: a sale's rules and lifecycle, the buyer's view of it, its detail page
+//!    rendered in one pass with every value escaped; the `SaleStore`, `SaleCache`,
+//!    `SalePages` and `PageRequests` ports. Routes: create, publish and read a sale.
+//! 2. [`admission`]: placing an order, what the buyer chooses at checkout; the `Admission`
+//!    (reserve, release) and `OrderPublisher` ports. Route: place an order.
+//! 3. [`order`]: the order's states, materializing `OrderPlaced` events (the stock written
+//!    once per batch), the refund records an order keeps; the `OrderStore`, `Reservations`,
+//!    `PendingOrders` and `PaymentDueSink` ports. Routes: a buyer's orders.
+//! 4. [`payment`]: online payment, the provider's signed callback, unpaid orders expired,
+//!    refunds listed and settled once, the sandbox provider; the `PaymentProvider` port.
+//!    Routes: pay an order, the callback, the operators' refunds, the sandbox's pages.
+//! 5. [`office`]: the operators' back office (every sale listed, a draft edited, a sale ended
+//!    early, one sale's figures) and the home page's listing of the live sales; the
+//!    `SaleOffice`, `SaleCloser` and `SaleLedger` ports.
+//! 6. [`recovery`]: reservations that never became orders given back, every live sale put
+//!    back in order after the cache failed over, index keys backfilled; the `CacheControl`
+//!    port.
+//!
+//! [`keys`] is the Redis and DynamoDB key design that every adapter shares, and `lua/` holds
+//! the Redis scripts (contracts at their tops). The events the product emits and consumes are
+//! in [`crate::events`], its ids ([`crate::ids::SaleId`], [`crate::ids::OrderId`]) in
+//! [`crate::ids`].
 
 pub mod admission;
-pub mod back_office;
-pub mod back_office_routes;
-pub mod backfill;
-pub mod cache_control;
-pub mod checkout;
-pub mod failover;
-pub mod figures;
 pub mod keys;
-pub mod order_consumer;
-pub mod order_publisher;
-pub mod order_routes;
-pub mod order_store;
-pub mod orders;
-pub mod page_queue;
-pub mod page_store;
+pub mod office;
+pub mod order;
 pub mod payment;
-pub mod payment_due_sink;
-pub mod payment_routes;
-pub mod payment_timeout;
-pub mod reconcile;
-pub mod redis_store;
-pub mod refund_routes;
-pub mod refunds;
-pub mod reservations;
+pub mod recovery;
 pub mod sale;
-pub mod sale_index;
-pub mod sale_office_store;
-pub mod sale_page;
-pub mod sale_routes;
-pub mod sale_store;
-pub mod sandbox;
-
-#[cfg(test)]
-mod memory;

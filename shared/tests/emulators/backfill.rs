@@ -7,13 +7,13 @@ use crate::support::{clients, create_commerce_table};
 use app::cursor::PageLimit;
 use app::dynamo::{key, n, s};
 use app::ids::SaleId;
-use app::seckill::back_office::SaleOffice;
-use app::seckill::backfill::{PageReport, backfill_page};
-use app::seckill::figures::SaleLedger;
 use app::seckill::keys::{ORDER_SK, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk};
-use app::seckill::order_store::DynamoOrderStore;
+use app::seckill::office::SaleOffice;
+use app::seckill::office::figures::SaleLedger;
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::recovery::backfill::{PageReport, backfill_page};
+use app::seckill::sale::dynamo::DynamoSaleStore;
 use app::seckill::sale::{Lifecycle, NewSale, Sale, SaleStore};
-use app::seckill::sale_store::DynamoSaleStore;
 
 /// Every page of the backfill from the table's start, summed, and how many pages it took.
 async fn backfill_all(table: &app::dynamo::Table) -> (PageReport, usize) {
@@ -99,7 +99,7 @@ async fn items_written_before_their_index_get_its_keys_once_a_page_at_a_time() {
         put.set_item(Some(item)).send().await.unwrap();
     }
     let all = PageLimit::parse(Some("100")).unwrap();
-    let listed = |page: app::seckill::back_office::SalePage| page.items.len();
+    let listed = |page: app::seckill::office::SalePage| page.items.len();
 
     // Invisible before.
     assert_eq!(listed(sales.page(None, all, None).await.unwrap()), 0);

@@ -15,15 +15,16 @@ use app::queue::Queue;
 use app::seckill::keys::{
     LIVE_SALES_PK, ORDER_SK, SALE_SK, SaleKeys, live_sale_sk, order_pk, sale_pk,
 };
-use app::seckill::order_consumer::{self, OrderDeps};
-use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::orders::{
+use app::seckill::order::consumer::{self, OrderDeps};
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::order::redis::RedisReservations;
+use app::seckill::order::sqs::SqsPaymentDueSink;
+use app::seckill::order::{
     OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
 };
+use app::seckill::payment::timeout as payment_timeout;
 use app::seckill::payment::{Currency, Refund, RefundReason};
-use app::seckill::payment_due_sink::SqsPaymentDueSink;
-use app::seckill::reservations::RedisReservations;
-use app::seckill::{payment_timeout, reconcile};
+use app::seckill::recovery::reconcile;
 use aws_sdk_dynamodb::types::AttributeValue;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
@@ -235,7 +236,7 @@ impl World {
 
     /// Runs the order consumer on `bodies`, which must all succeed.
     async fn consume(&self, bodies: &[String]) {
-        let failed = order_consumer::handle_batch(self.deps(), batch(bodies)).await;
+        let failed = consumer::handle_batch(self.deps(), batch(bodies)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
 
@@ -345,7 +346,7 @@ async fn a_full_batch_of_orders_of_distinct_buyers_commits_within_dynamodbs_tran
         world.reserve(&order, &user, 0).await;
         bodies.push(world.placed(&order, &user));
     }
-    let failed = order_consumer::handle_batch(world.deps(), batch(&bodies)).await;
+    let failed = consumer::handle_batch(world.deps(), batch(&bodies)).await;
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(world.dynamo_stock().await, 0);
     assert_eq!(world.status(&format!("o{}", size - 1)).await, "CONFIRMED");
@@ -619,7 +620,7 @@ async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
     let bob = UserId::parse("bob").unwrap();
     assert!(matches!(
         world.store.orders_of(&bob, limit, Some(&cursor)).await,
-        Err(app::seckill::orders::OrderStoreError::InvalidCursor(_))
+        Err(app::seckill::order::OrderStoreError::InvalidCursor(_))
     ));
 }
 
@@ -723,7 +724,7 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
 
 #[tokio::test]
 async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
-    use app::seckill::refunds::RefundState;
+    use app::seckill::payment::refunds::RefundState;
     let world = World::new(5, 5).await;
     world.place("o1", "alice").await;
     world.place("o2", "bob").await;

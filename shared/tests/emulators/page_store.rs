@@ -4,8 +4,8 @@
 use crate::support::{clients, unique};
 use app::cloud;
 use app::ids::SaleId;
-use app::seckill::page_store::{PAGE_CACHE_CONTROL, S3SalePages};
-use app::seckill::sale_page::{SalePages, page_key};
+use app::seckill::sale::page::{SalePages, page_key};
+use app::seckill::sale::s3::{PAGE_CACHE_CONTROL, S3SalePages};
 
 #[tokio::test]
 async fn a_page_is_stored_as_html_under_its_path_and_replaced_when_written_again() {

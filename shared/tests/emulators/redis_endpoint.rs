@@ -6,8 +6,8 @@
 
 use app::cloud::{self, RedisEndpoint};
 use app::config::Env;
-use app::seckill::cache_control::ElastiCacheControl;
-use app::seckill::failover::CacheControl;
+use app::seckill::recovery::elasticache::ElastiCacheControl;
+use app::seckill::recovery::failover::CacheControl;
 use aws_sdk_elasticache::Client;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,15 +7,15 @@
 use crate::support::{clients, create_social_table, create_table, redis, unique};
 use app::clock::epoch_ms;
 use app::ids::{OrderId, SaleId, UserId};
+use app::seckill::admission::checkout::Checkout;
 use app::seckill::admission::{Admission, Holder, Reservation, Verdict};
-use app::seckill::checkout::Checkout;
 use app::seckill::keys::{SaleKeys, order_rate_key};
-use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::orders::{OrderView, PendingOrder, find_order};
-use app::seckill::redis_store::RedisSales;
-use app::seckill::reservations::RedisReservations;
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::order::redis::RedisReservations;
+use app::seckill::order::{OrderView, PendingOrder, find_order};
+use app::seckill::sale::dynamo::DynamoSaleStore;
+use app::seckill::sale::redis::RedisSales;
 use app::seckill::sale::{Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleStore};
-use app::seckill::sale_store::DynamoSaleStore;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use time::{Duration, OffsetDateTime};
@@ -472,7 +472,7 @@ async fn an_order_of_several_units_is_reserved_and_released_whole() {
 async fn an_idempotency_key_admits_once_per_buyer_and_is_free_again_when_the_order_is_given_up() {
     use app::seckill::admission::{ORDER_KEY_TTL_MS, OrderKey};
     use app::seckill::keys::order_key_key;
-    use app::seckill::orders::Reservations;
+    use app::seckill::order::Reservations;
     let (sales, sale) = preheated(10, 5).await;
     let [ann, bob] = ["ann", "bob"].map(unique);
     let reservations = RedisReservations::new(redis().await);

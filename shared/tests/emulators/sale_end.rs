@@ -6,20 +6,20 @@ use crate::support::{batch, clients, create_queue, create_social_table, redis, u
 use app::clock::epoch_ms;
 use app::ids::{OrderId, SaleId, UserId};
 use app::queue::Queue;
+use app::seckill::admission::checkout::Checkout;
 use app::seckill::admission::{self, Admission, Reservation, Verdict};
-use app::seckill::back_office::{self, SaleOffice};
-use app::seckill::checkout::Checkout;
-use app::seckill::order_consumer::{self, OrderDeps};
-use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::orders::{OrderStatus, OrderStore, Reservations};
-use app::seckill::payment_due_sink::SqsPaymentDueSink;
-use app::seckill::redis_store::RedisSales;
-use app::seckill::reservations::RedisReservations;
+use app::seckill::office::{self, SaleOffice};
+use app::seckill::order::consumer::{self, OrderDeps};
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::order::redis::RedisReservations;
+use app::seckill::order::sqs::SqsPaymentDueSink;
+use app::seckill::order::{OrderStatus, OrderStore, Reservations};
+use app::seckill::sale::dynamo::DynamoSaleStore;
+use app::seckill::sale::page::{PageError, PageRequests};
+use app::seckill::sale::redis::RedisSales;
 use app::seckill::sale::{
     Lifecycle, NewSale, NewSaleDto, Sale, SaleCache, SaleState, SaleStore, publish,
 };
-use app::seckill::sale_page::{PageError, PageRequests};
-use app::seckill::sale_store::DynamoSaleStore;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use time::{Duration, OffsetDateTime};
@@ -93,7 +93,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
     });
     let operator = async {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let sale = back_office::end_sale(&sales, &cache, &draft.id, OffsetDateTime::now_utc())
+        let sale = office::end_sale(&sales, &cache, &draft.id, OffsetDateTime::now_utc())
             .await
             .unwrap();
         ended.store(true, Ordering::SeqCst);
@@ -142,7 +142,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         })
         .collect();
     for chunk in bodies.chunks(20) {
-        let failed = order_consumer::handle_batch(deps, batch(chunk)).await;
+        let failed = consumer::handle_batch(deps, batch(chunk)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
     for reservation in &admitted {
@@ -168,7 +168,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
     let detail = cache.detail(&draft.id).await.unwrap().unwrap();
     assert_eq!(detail.state(now_ms), SaleState::Ended);
     assert_eq!(detail.ends_at_ms, epoch_ms(ended_sale.ends_at));
-    let listed = back_office::listing(sales.live().await.unwrap(), now_ms);
+    let listed = office::listing(sales.live().await.unwrap(), now_ms);
     let entry = listed.iter().find(|l| l.id == draft.id).unwrap();
     assert_eq!(entry.state, SaleState::Ended);
     assert_eq!(entry.ends_at, app::clock::format(ended_sale.ends_at));

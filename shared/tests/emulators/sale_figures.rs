@@ -6,15 +6,15 @@ use crate::support::{batch, clients, create_commerce_table, redis};
 use app::ids::{OrderId, SaleId, UserId};
 use app::once::Unit;
 use app::seckill::admission::Holder;
-use app::seckill::figures::{SaleLedger, Tally, sale_figures};
 use app::seckill::keys::{SALE_ORDER_SHARDS, SaleKeys, order_shard};
-use app::seckill::order_consumer::{self, OrderDeps};
-use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::orders::{OrderStore, PaymentDueSink};
+use app::seckill::office::figures::{SaleLedger, Tally, sale_figures};
+use app::seckill::order::consumer::{self, OrderDeps};
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::order::redis::RedisReservations;
+use app::seckill::order::{OrderStore, PaymentDueSink};
 use app::seckill::payment::{Currency, Refund, RefundReason};
-use app::seckill::reservations::RedisReservations;
+use app::seckill::sale::dynamo::DynamoSaleStore;
 use app::seckill::sale::{Lifecycle, NewSale, Sale, SaleStore};
-use app::seckill::sale_store::DynamoSaleStore;
 use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 
@@ -117,7 +117,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         reserve(&redis, &sale, order, user, i64::from(*units)).await;
         bodies.push(placed(&sale, order, user, *units, method));
     }
-    let failed = order_consumer::handle_batch(deps, batch(&bodies)).await;
+    let failed = consumer::handle_batch(deps, batch(&bodies)).await;
     assert!(failed.is_empty(), "{failed:?}");
     // 8 units taken by 6 orders; gus finds DynamoDB's stock exhausted: rejected.
     let rejected = OrderId::generate(&sale).to_string();
@@ -128,8 +128,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         payments: &NoPayments,
     };
     let failed =
-        order_consumer::handle_batch(deps, batch(&[placed(&sale, &rejected, "gus", 1, "ONLINE")]))
-            .await;
+        consumer::handle_batch(deps, batch(&[placed(&sale, &rejected, "gus", 1, "ONLINE")])).await;
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(
         store

@@ -6,12 +6,12 @@ use crate::support::{clients, create_social_table, redis};
 use app::dynamo::{key, s};
 use app::ids::SaleId;
 use app::seckill::keys::{BUYER_SK, ORDER_SK, buyer_pk, order_pk};
-use app::seckill::order_store::DynamoOrderStore;
-use app::seckill::orders::OrderStore;
-use app::seckill::reconcile;
-use app::seckill::reservations::RedisReservations;
+use app::seckill::order::OrderStore;
+use app::seckill::order::dynamo::DynamoOrderStore;
+use app::seckill::order::redis::RedisReservations;
+use app::seckill::recovery::reconcile;
+use app::seckill::sale::dynamo::DynamoSaleStore;
 use app::seckill::sale::{Lifecycle, NewSale, NewSaleDto, Sale, SaleStore};
-use app::seckill::sale_store::DynamoSaleStore;
 use std::time::Duration;
 use time::OffsetDateTime;
 

@@ -1,0 +1,641 @@
+//! The order consumer: materializes `OrderPlaced` events in the commerce table, writing each
+//! sale's stock item once per batch (it is the hottest item of a sale), never overselling.
+//!
+//! Per sale and batch: first one Redis round trip (`claim.lua`, via [`Reservations::claim`])
+//! takes the orders over from the `pending` worklist, atomically against `release.lua`. An
+//! order whose unit was already released (the reconciliation gave it up after its grace
+//! period while the queue lagged, or the order route after a send that failed ambiguously) is
+//! put as REJECTED, with no stock change and no further release: its unit is back in Redis
+//! and must not also be taken from DynamoDB. The claimed orders can no longer be released
+//! without a holder, so confirming them is safe.
+//!
+//! Then, per chunk of the claimed orders, one transaction puts them (CONFIRMED, or COD when
+//! cash on delivery was chosen at checkout; `attribute_not_exists`, so a redelivered order
+//! drops out), adds each buyer's orders' quantities to the buyer's item (`units`, which must
+//! stay at most the sale's `perUserLimit`), and takes every order's quantity from
+//! `stockRemaining`, which must stay at least 0. These are DynamoDB's final
+//! guards: Redis enforces both first, but when it lost its data (a flush, a restart without
+//! persistence) and was preheated again, its stock and its `bought` hash start over and it
+//! admits more than DynamoDB holds, or a second order of a buyer who already holds the limit.
+//! When the stock condition fails, the sale is read again and the orders whose units it still
+//! holds are confirmed, first come first served (an order whose quantity no longer fits is
+//! skipped, a later smaller one may still fit); when a buyer's condition fails, what the
+//! buyer holds is read and the buyer's orders that the limit leaves room for are confirmed,
+//! the same way. The rest are put as REJECTED and their reservations released. After a
+//! commit each CONFIRMED order gets a `PaymentDue`; a COD order has no payment window.
+//!
+//! The per-user limit comes from the sale item, read once per sale and batch with its stock
+//! ([`OrderStore::sale_guards`]), rather than in the event: the sale item is the authority
+//! Redis is preheated from, a limit never changes once the sale is created, and `OrderPlaced`
+//! v1 refuses unknown fields, so carrying it would take a v2 event and a consumer deployed
+//! first. The read is one small strongly consistent `GetItem` per sale and batch, and it
+//! writes nothing, so the stock item stays written once per chunk.
+//!
+//! Every effect is idempotent and is redone when the message comes back: the claim answers
+//! the same for an order it claimed before (neither pending nor released), and a redelivered
+//! order that already exists repeats the effects its stored status calls for.
+
+use crate::consumer::{Message, parse_each};
+use crate::emf;
+use crate::events::PaymentDue;
+use crate::ids::UserId;
+use crate::once::{Through, Unit, apply_once, merge};
+use crate::seckill::admission::Holder;
+use crate::seckill::order::{
+    ConfirmRejected, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    parse_order_placed,
+};
+use std::collections::HashSet;
+
+/// How often one chunk may meet a failed stock or limit condition that the fresh read does
+/// not explain (a concurrent cancellation gave units back) before it is retried later.
+const MAX_GUARD_ATTEMPTS: usize = 3;
+
+/// What the consumer works with.
+#[derive(Clone, Copy)]
+pub struct OrderDeps<'a> {
+    pub store: &'a dyn OrderStore,
+    pub reservations: &'a dyn Reservations,
+    pub payments: &'a dyn PaymentDueSink,
+}
+
+/// Handles one SQS batch; returns the ids of the messages to retry.
+#[tracing::instrument(skip_all, fields(messages = messages.len()))]
+pub async fn handle_batch(deps: OrderDeps<'_>, messages: Vec<Message>) -> Vec<String> {
+    let parsed = parse_each(messages, parse_order_placed);
+    let mut failed = parsed.refused;
+    let mut sales: Vec<(String, Vec<Unit<NewOrder>>)> = Vec::new();
+    for (message, order) in parsed.events {
+        let unit = Unit::new(order.order_id.clone(), message, order);
+        match sales
+            .iter_mut()
+            .find(|(sale, _)| *sale == unit.payload.sale_id)
+        {
+            Some((_, units)) => units.push(unit),
+            None => sales.push((unit.payload.sale_id.clone(), vec![unit])),
+        }
+    }
+    for (sale_id, units) in sales {
+        failed.extend(materialize_sale(deps, &sale_id, units).await);
+    }
+    failed
+}
+
+/// What became of one sale's orders in this batch.
+#[derive(Default)]
+struct Sorted {
+    confirmed: Vec<Unit<NewOrder>>,
+    rejected: Vec<Unit<NewOrder>>,
+    existing: Vec<Unit<NewOrder>>,
+    failed: Vec<String>,
+}
+
+/// Materializes one sale's orders; returns the messages to retry.
+#[tracing::instrument(skip(deps, units), fields(orders = units.len()))]
+async fn materialize_sale(
+    deps: OrderDeps<'_>,
+    sale_id: &str,
+    units: Vec<Unit<NewOrder>>,
+) -> Vec<String> {
+    let units = merge(units);
+    let order_ids: Vec<String> = units.iter().map(|unit| unit.marker.clone()).collect();
+    let released = match deps.reservations.claim(sale_id, &order_ids).await {
+        Ok(released) => released,
+        Err(err) => {
+            tracing::error!(error = ?err, "failed to claim the reservations in Redis");
+            return units.into_iter().flat_map(|unit| unit.messages).collect();
+        }
+    };
+    let (withdrawn, mut rest): (Vec<_>, Vec<_>) = units
+        .into_iter()
+        .partition(|unit| released.contains(&unit.marker));
+    if !withdrawn.is_empty() {
+        tracing::warn!(
+            sale_id,
+            orders = withdrawn.len(),
+            "rejecting orders whose reservations were already released"
+        );
+    }
+
+    let mut sorted = Sorted::default();
+    if !rest.is_empty() {
+        match deps.store.sale_guards(sale_id).await {
+            Ok(Some(guards)) => {
+                while !rest.is_empty() {
+                    let chunk = next_chunk(&mut rest, deps.store);
+                    confirm_chunk(
+                        deps.store,
+                        sale_id,
+                        guards.per_user_limit,
+                        chunk,
+                        &mut sorted,
+                    )
+                    .await;
+                }
+            }
+            Ok(None) => {
+                tracing::warn!(sale_id, "orders of an unknown sale");
+                sorted.rejected.append(&mut rest);
+            }
+            Err(err) => {
+                tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale");
+                sorted
+                    .failed
+                    .extend(rest.drain(..).flat_map(|unit| unit.messages));
+            }
+        }
+    }
+    let mut to_reject = std::mem::take(&mut sorted.rejected);
+    to_reject.extend(withdrawn);
+    if !to_reject.is_empty() {
+        let rejects = Through {
+            port: deps.store,
+            context: (),
+            max_units: deps.store.limits().reject,
+            call: |store, (), units| store.reject_orders(units),
+        };
+        let outcome = apply_once(to_reject, &rejects).await;
+        sorted.failed.extend(outcome.failed_messages());
+        sorted.rejected = outcome.applied;
+        emf::orders(OrderStatus::Rejected.as_str(), sorted.rejected.len());
+        sorted.existing.extend(outcome.already_applied);
+    }
+
+    // Redelivered orders: redo what their stored status calls for.
+    let mut to_release: Vec<(Unit<NewOrder>, Holder)> = sorted
+        .rejected
+        .into_iter()
+        .map(|unit| {
+            let holder = holder_of(&unit.payload);
+            (unit, holder)
+        })
+        .collect();
+    let (mut to_confirm, kept): (Vec<_>, Vec<_>) = sorted
+        .confirmed
+        .into_iter()
+        .partition(|unit| unit.payload.confirmed_status() == OrderStatus::Confirmed);
+    emf::orders(OrderStatus::Confirmed.as_str(), to_confirm.len());
+    emf::orders(OrderStatus::Cod.as_str(), kept.len());
+    for unit in sorted.existing {
+        match deps.store.order(&unit.marker).await {
+            Ok(Some(order)) => match order.status {
+                OrderStatus::Confirmed => to_confirm.push(unit),
+                OrderStatus::Rejected => {
+                    let holder = holder_of(&unit.payload);
+                    to_release.push((unit, holder));
+                }
+                OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Cancelled => {}
+            },
+            Ok(None) => {
+                tracing::error!(order_id = %unit.marker, "an order that existed is gone");
+                sorted.failed.extend(unit.messages);
+            }
+            Err(err) => {
+                tracing::error!(order_id = %unit.marker, error = ?anyhow::Error::from(err), "failed to read an order");
+                sorted.failed.extend(unit.messages);
+            }
+        }
+    }
+    // A released order's unit is already back: releasing it again would be a no-op anyway.
+    to_release.retain(|(unit, _)| !released.contains(&unit.marker));
+
+    // The claim removed every order of the batch from `pending`: nothing left to confirm there.
+    let mut failed = sorted.failed;
+    // Independent sends: side by side, so a batch of confirmations costs one round trip to
+    // SQS, not one per order (which could outlast the invocation).
+    let sends = crate::consumer::join_all(to_confirm.iter().map(|unit| async move {
+        let due = PaymentDue {
+            order_id: unit.marker.clone(),
+            sale_id: sale_id.to_owned(),
+        };
+        deps.payments.payment_due(&due).await
+    }))
+    .await;
+    for (unit, sent) in to_confirm.into_iter().zip(sends) {
+        if let Err(err) = sent {
+            tracing::error!(order_id = %unit.marker, error = ?err, "failed to send PaymentDue");
+            failed.extend(unit.messages);
+        }
+    }
+    for (unit, holder) in to_release {
+        if let Err(err) = deps
+            .reservations
+            .release(sale_id, &unit.marker, Some(&holder))
+            .await
+        {
+            tracing::error!(order_id = %unit.marker, error = ?err, "failed to release a rejected order's reservation");
+            failed.extend(unit.messages);
+        }
+    }
+    failed
+}
+
+/// Who holds the order's units, as a release names them.
+fn holder_of(order: &NewOrder) -> Holder {
+    Holder {
+        user_id: order.user_id.clone(),
+        units: order.quantity,
+    }
+}
+
+/// Takes from the front of `rest` the longest run of orders that one confirmation of `store`
+/// takes, whose count depends on how many distinct buyers they have.
+fn next_chunk(rest: &mut Vec<Unit<NewOrder>>, store: &dyn OrderStore) -> Vec<Unit<NewOrder>> {
+    let take = {
+        let mut buyers: HashSet<&UserId> = HashSet::new();
+        let mut take = 0;
+        for unit in rest.iter() {
+            let new_buyer = !buyers.contains(&unit.payload.user_id);
+            if !(store.limits().confirm_takes)(take + 1, buyers.len() + usize::from(new_buyer)) {
+                break;
+            }
+            buyers.insert(&unit.payload.user_id);
+            take += 1;
+        }
+        take
+    };
+    let tail = rest.split_off(take);
+    std::mem::replace(rest, tail)
+}
+
+/// The orders of `orders` (creation time, id, units) that `room` units hold, first come first
+/// served (by reservation time, then by the time-ordered id): an order that no longer fits
+/// is skipped, and a later smaller one may still fit.
+fn fitting(mut orders: Vec<(&str, &str, i64)>, mut room: i64) -> HashSet<String> {
+    orders.sort_unstable();
+    let mut kept = HashSet::new();
+    for (_, order, units) in orders {
+        if units <= room {
+            room -= units;
+            kept.insert(order.to_owned());
+        }
+    }
+    kept
+}
+
+/// Removes from `chunk` and answers the orders of those that `among` picks that `room` units
+/// do not hold ([`fitting`]).
+fn beyond_room(
+    chunk: &mut Vec<Unit<NewOrder>>,
+    among: impl Fn(&NewOrder) -> bool,
+    room: i64,
+) -> Vec<Unit<NewOrder>> {
+    let theirs = chunk
+        .iter()
+        .filter(|unit| among(&unit.payload))
+        .map(|unit| {
+            let order = &unit.payload;
+            (
+                order.created_at.as_str(),
+                unit.marker.as_str(),
+                order.units(),
+            )
+        })
+        .collect();
+    let kept = fitting(theirs, room);
+    let (keep, excess) = std::mem::take(chunk)
+        .into_iter()
+        .partition(|unit| !among(&unit.payload) || kept.contains(&unit.marker));
+    *chunk = keep;
+    excess
+}
+
+/// Confirms what the sale's stock and the buyers' limit allow of one chunk, sorting every
+/// unit.
+async fn confirm_chunk(
+    store: &dyn OrderStore,
+    sale_id: &str,
+    per_user_limit: u32,
+    mut chunk: Vec<Unit<NewOrder>>,
+    sorted: &mut Sorted,
+) {
+    let mut attempts = 0;
+    let fail = |chunk: &mut Vec<Unit<NewOrder>>, sorted: &mut Sorted| {
+        sorted
+            .failed
+            .extend(chunk.drain(..).flat_map(|unit| unit.messages));
+    };
+    // Each round commits, removes a unit or counts an attempt, so this ends.
+    while !chunk.is_empty() {
+        match store.confirm_orders(sale_id, per_user_limit, &chunk).await {
+            Ok(()) => {
+                sorted.confirmed.append(&mut chunk);
+            }
+            Err(ConfirmRejected::AlreadyApplied(indices))
+                if !indices.is_empty() && indices.iter().all(|i| *i < chunk.len()) =>
+            {
+                sorted
+                    .existing
+                    .extend(crate::once::take_indices(&mut chunk, &indices));
+            }
+            Err(ConfirmRejected::OverLimit(buyer)) if attempts < MAX_GUARD_ATTEMPTS => {
+                match store.buyer_units(sale_id, &buyer).await {
+                    Ok(held) => {
+                        let room = i64::from(per_user_limit) - held;
+                        let excess = beyond_room(&mut chunk, |order| order.user_id == buyer, room);
+                        if excess.is_empty() {
+                            attempts += 1;
+                        } else {
+                            tracing::warn!(
+                                sale_id,
+                                user_id = %buyer,
+                                held,
+                                orders = excess.len(),
+                                "the buyer holds the per-user limit in DynamoDB: rejecting orders that Redis admitted"
+                            );
+                            sorted.rejected.extend(excess);
+                        }
+                    }
+                    Err(err) => {
+                        tracing::error!(error = ?anyhow::Error::from(err), "failed to read what a buyer holds");
+                        fail(&mut chunk, sorted);
+                    }
+                }
+            }
+            Err(ConfirmRejected::SoldOut) if attempts < MAX_GUARD_ATTEMPTS => {
+                match store.stock_remaining(sale_id).await {
+                    Ok(stock) => {
+                        let excess = beyond_room(&mut chunk, |_| true, stock.unwrap_or(0));
+                        if !excess.is_empty() {
+                            tracing::warn!(
+                                sale_id,
+                                orders = excess.len(),
+                                "DynamoDB's stock is exhausted: rejecting orders that Redis admitted"
+                            );
+                            sorted.rejected.extend(excess);
+                        } else {
+                            attempts += 1;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale's stock");
+                        fail(&mut chunk, sorted);
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::error!(error = ?anyhow::Error::from(err), orders = chunk.len(), "failed to confirm orders");
+                fail(&mut chunk, sorted);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seckill::order::fake::{GHOST, S1, S2, World, placed, placed_later, placed_units};
+    use crate::testing::batch;
+
+    #[tokio::test]
+    async fn a_batch_writes_each_sale_once_and_redelivery_changes_nothing() {
+        let world = World::new(S1, 10);
+        world.store.add_sale(S2, 10);
+        let bodies = [
+            placed("o1", S1, "a"),
+            placed("o2", S1, "b"),
+            placed("o2", S1, "b"),
+            placed("o3", S2, "c"),
+            "garbage".to_owned(),
+        ];
+        for (o, s, u) in [("o1", S1, "a"), ("o2", S1, "b"), ("o3", S2, "c")] {
+            world.reservations.reserve(s, o, u);
+        }
+        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m4"]);
+        assert_eq!(world.store.stock(S1), 8);
+        assert_eq!(world.store.stock(S2), 9);
+        assert_eq!(world.store.sale_writes(), 2);
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Confirmed));
+        assert!(world.reservations.pending_of(S1).is_empty());
+        assert_eq!(world.payments.sent().len(), 3);
+
+        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m4"]);
+        assert_eq!(world.store.stock(S1), 8);
+        assert_eq!(world.store.sale_writes(), 2);
+        assert_eq!(world.store.orders(), 3);
+        // The effects after the commit are repeated, harmlessly.
+        assert_eq!(world.payments.sent().len(), 6);
+    }
+
+    #[tokio::test]
+    async fn orders_beyond_dynamodb_stock_are_rejected_and_released() {
+        let world = World::new(S1, 2);
+        for (o, u) in [("o1", "a"), ("o2", "b"), ("o3", "c")] {
+            world.reservations.reserve(S1, o, u);
+        }
+        let bodies = [
+            placed("o1", S1, "a"),
+            placed("o2", S1, "b"),
+            placed("o3", S1, "c"),
+        ];
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 0);
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.status("o3"), Some(OrderStatus::Rejected));
+        assert_eq!(world.reservations.released_of(S1), ["o3"]);
+        assert_eq!(world.payments.sent().len(), 2);
+
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 0);
+        assert_eq!(world.reservations.released_of(S1), ["o3"]);
+        // Three reserved, one given back.
+        assert_eq!(world.reservations.stock_of(S1), -2);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_sale_rejects_its_orders() {
+        let world = World::new(S1, 2);
+        world.reservations.reserve(GHOST, "o1", "a");
+        let bodies = [placed("o1", GHOST, "a")];
+        world.consume(&bodies).await;
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Rejected));
+    }
+
+    #[tokio::test]
+    async fn a_buyer_who_holds_the_limit_is_refused_by_dynamodb_after_redis_lost_data() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 10, 1);
+        world.reservations.reserve(S1, "o1", "a");
+        let first = [placed("o1", S1, "a")];
+        world.consume(&first).await;
+        assert_eq!(world.store.units(S1, "a"), 1);
+
+        // Redis lost `bought` and was preheated again: it admits a second order of a.
+        world.reservations.forget_buyers(S1);
+        world.reservations.reserve(S1, "o2", "a");
+        world.reservations.reserve(S1, "o3", "b");
+        let bodies = [
+            placed("o1", S1, "a"),
+            placed("o2", S1, "a"),
+            placed("o3", S1, "b"),
+        ];
+        for _ in 0..2 {
+            world.consume(&bodies).await;
+            assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+            assert_eq!(world.store.status("o3"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.stock(S1), 8);
+            assert_eq!(
+                (world.store.units(S1, "a"), world.store.units(S1, "b")),
+                (1, 1)
+            );
+            assert_eq!(world.reservations.released_of(S1), ["o2"]);
+            // o2's unit and a's count are back in Redis: a may try again, and be refused again.
+            assert_eq!(world.reservations.bought_of(S1, "a"), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_buyers_orders_in_one_batch_are_confirmed_up_to_the_limit_first_come_first_served() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 10, 2);
+        for order in ["late", "early", "middle"] {
+            world.reservations.reserve(S1, order, "a");
+        }
+        world.reservations.reserve(S1, "other", "b");
+        let bodies = [
+            placed_later("late", S1, "a", 30),
+            placed_later("early", S1, "a", 10),
+            placed_later("other", S1, "b", 40),
+            placed_later("middle", S1, "a", 20),
+        ];
+        for _ in 0..2 {
+            world.consume(&bodies).await;
+            assert_eq!(world.store.status("early"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("middle"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.status("late"), Some(OrderStatus::Rejected));
+            assert_eq!(world.store.status("other"), Some(OrderStatus::Confirmed));
+            assert_eq!(world.store.units(S1, "a"), 2);
+            assert_eq!(world.store.stock(S1), 7);
+            assert_eq!(world.reservations.released_of(S1), ["late"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_large_batch_of_distinct_buyers_is_split_into_transactions_that_fit() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 200, 1);
+        let bodies = world.reserve_all((0..120).map(|i| (format!("o{i}"), format!("u{i}"))));
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 80);
+        // 49 orders, 49 buyers and the sale per transaction: 49 + 49 + 22.
+        assert_eq!(world.store.sale_writes(), 3);
+        assert_eq!(world.store.units(S1, "u119"), 1);
+    }
+
+    #[tokio::test]
+    async fn one_buyers_many_orders_share_one_buyer_item_per_transaction() {
+        let world = World::new(S1, 0);
+        world.store.add_sale_with_limit(S1, 200, 100);
+        let bodies = world.reserve_all((0..100).map(|i| (format!("o{i}"), "a".to_owned())));
+        world.consume(&bodies).await;
+        // 98 orders, one buyer and the sale, then 2.
+        assert_eq!(world.store.sale_writes(), 2);
+        assert_eq!(world.store.units(S1, "a"), 100);
+    }
+
+    #[tokio::test]
+    async fn failures_after_the_commit_retry_the_message_and_are_redone_once() {
+        let world = World::new(S1, 5);
+        world.reservations.reserve(S1, "o1", "a");
+        world.payments.fail(true);
+        let bodies = [placed("o1", S1, "a")];
+        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m0"]);
+        world.payments.fail(false);
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 4);
+        assert_eq!(world.payments.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn orders_of_several_units_take_their_units_and_cod_is_kept_without_a_payment_window() {
+        let world = World::new(S1, 10);
+        world.store.add_sale_with_limit(S1, 10, 3);
+        world.reservations.reserve_units(S1, "o1", "ann", 0, 3);
+        world.reservations.reserve_units(S1, "o2", "bob", 0, 2);
+        let bodies = [
+            placed_units("o1", S1, "ann", 3, Some("ONLINE")),
+            placed_units("o2", S1, "bob", 2, Some("COD")),
+        ];
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 5);
+        assert_eq!(
+            (world.store.units(S1, "ann"), world.store.units(S1, "bob")),
+            (3, 2)
+        );
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Cod));
+        let order = world.store.order("o1").await.unwrap().unwrap();
+        assert_eq!((order.quantity, order.total_cents), (3, 2_970));
+        // Only the order awaiting payment has a payment window.
+        let due: Vec<String> = world
+            .payments
+            .sent()
+            .into_iter()
+            .map(|d| d.order_id)
+            .collect();
+        assert_eq!(due, ["o1"]);
+        // Redelivered: nothing changes, and the COD order still gets no window.
+        world.consume(&bodies).await;
+        assert_eq!(world.store.stock(S1), 5);
+        assert_eq!(world.payments.sent().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn when_dynamodb_holds_fewer_units_orders_that_fit_are_confirmed_first_come_first_served()
+    {
+        // Redis lost its data and admitted 3 + 2 + 1 units where DynamoDB holds fewer. With 3,
+        // the first order takes them all; with 4, the second (2) no longer fits in the 1 left,
+        // but the third, later and smaller, does.
+        for (stock, confirmed) in [(3, vec!["o1"]), (4, vec!["o1", "o3"])] {
+            let world = World::new(S1, stock);
+            let orders = [("o1", "ann", 3), ("o2", "bob", 2), ("o3", "cid", 1)];
+            let mut bodies = Vec::new();
+            for (i, (order, user, units)) in orders.into_iter().enumerate() {
+                world.reservations.reserve_units(S1, order, user, 0, units);
+                let mut body: serde_json::Value =
+                    serde_json::from_str(&placed_units(order, S1, user, units, None)).unwrap();
+                body["payload"]["reservedAtMs"] = (1_796_060_000_000_i64 + i as i64).into();
+                bodies.push(body.to_string());
+            }
+            world.consume(&bodies).await;
+            let kept: Vec<&str> = ["o1", "o2", "o3"]
+                .into_iter()
+                .filter(|o| world.store.status(o) == Some(OrderStatus::Confirmed))
+                .collect();
+            assert_eq!(kept, confirmed, "DynamoDB stock {stock}");
+            assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+            // The rejected order's 2 units went back to Redis, whole and once.
+            assert!(
+                world
+                    .reservations
+                    .released_of(S1)
+                    .contains(&"o2".to_owned())
+            );
+            assert_eq!(
+                world.store.stock(S1),
+                stock - if stock == 3 { 3 } else { 4 }
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_buyer_over_the_limit_in_units_is_refused_by_dynamodb() {
+        // Redis lost its `bought` hash: ann, who holds 2 of a limit of 3, was admitted 2 more.
+        let world = World::new(S1, 10);
+        world.store.add_sale_with_limit(S1, 10, 3);
+        world.reservations.reserve_units(S1, "o1", "ann", 0, 2);
+        world
+            .consume(&[placed_units("o1", S1, "ann", 2, None)])
+            .await;
+        world.reservations.forget_buyers(S1);
+        world.reservations.reserve_units(S1, "o2", "ann", 0, 2);
+        world
+            .consume(&[placed_units("o2", S1, "ann", 2, None)])
+            .await;
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+        assert_eq!(world.store.units(S1, "ann"), 2);
+        assert_eq!(world.store.stock(S1), 8);
+    }
+}

@@ -1,0 +1,863 @@
+//! DynamoDB adapter of [`OrderStore`]: the orders and sales in the commerce table (key design
+//! in [`crate::seckill::keys`]).
+
+use crate::config::{ConfigError, Env};
+use crate::cursor::{Cursor, PageLimit};
+use crate::dynamo::{
+    Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
+    put_if_absent, query_page, query_page_in, s, start_of, transient, update_in, write_retrying,
+};
+use crate::ids::UserId;
+use crate::once::{Rejected, Unit, unit_indices};
+use crate::retry::Backoff;
+use crate::seckill::admission::Holder;
+use crate::seckill::admission::checkout::Address;
+use crate::seckill::keys::{
+    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk,
+    order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk, user_orders_pk,
+    user_orders_sk,
+};
+use crate::seckill::order::refund::{Currency, Refund};
+use crate::seckill::order::refund::{
+    OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
+};
+use crate::seckill::order::{
+    ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
+    OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
+};
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select, TransactWriteItem, Update};
+use std::collections::HashMap;
+use time::format_description::well_known::Rfc3339;
+
+/// The units of every order in `units`.
+fn total_units(units: &[Unit<NewOrder>]) -> i64 {
+    units.iter().map(|unit| unit.payload.units()).sum()
+}
+
+/// The index of a user's orders, newest first.
+const USER_ORDERS_INDEX: &str = "gsi1";
+
+/// Whether one transaction takes `orders` orders of `buyers` distinct buyers: an item per
+/// order, one per buyer, and the sale's.
+pub(crate) fn fits_one_transaction(orders: usize, buyers: usize) -> bool {
+    orders + buyers < MAX_TRANSACTION_ITEMS
+}
+
+pub(crate) const LIMITS: OrderLimits = OrderLimits {
+    confirm_takes: fits_one_transaction,
+    // A reject transaction holds the orders, in the room a confirmation leaves for the sale.
+    reject: MAX_TRANSACTION_ITEMS - 1,
+    // A cancellation's transaction holds the orders, as many buyer items at most, and the sale.
+    cancel: (MAX_TRANSACTION_ITEMS - 1) / 2,
+};
+
+/// Each distinct buyer and the sum of their orders' units, from `(buyer, units)` per order, in
+/// order of first appearance: one transaction may write a buyer's item only once.
+pub(crate) fn per_buyer<'a>(
+    orders: impl IntoIterator<Item = (&'a str, i64)>,
+) -> Vec<(&'a str, i64)> {
+    let mut counts: Vec<(&str, i64)> = Vec::new();
+    for (buyer, units) in orders {
+        match counts.iter_mut().find(|(seen, _)| *seen == buyer) {
+            Some((_, k)) => *k += units,
+            None => counts.push((buyer, units)),
+        }
+    }
+    counts
+}
+
+/// The address as a map attribute (absent optional fields left out).
+fn address_attribute(address: &Address) -> AttributeValue {
+    let mut fields = HashMap::from([
+        ("recipient".to_owned(), s(&address.recipient)),
+        ("line1".to_owned(), s(&address.line1)),
+        ("city".to_owned(), s(&address.city)),
+        ("postalCode".to_owned(), s(&address.postal_code)),
+        ("country".to_owned(), s(&address.country)),
+    ]);
+    for (name, value) in [("line2", &address.line2), ("phone", &address.phone)] {
+        if let Some(value) = value {
+            fields.insert(name.to_owned(), s(value));
+        }
+    }
+    AttributeValue::M(fields)
+}
+
+fn address_from(value: &AttributeValue) -> anyhow::Result<Address> {
+    let fields = value
+        .as_m()
+        .map_err(|_| anyhow::anyhow!("stored address is not a map"))?;
+    let optional = |name: &str| fields.get(name).and_then(|v| v.as_s().ok()).cloned();
+    Ok(Address {
+        recipient: get_s(fields, "recipient")?.to_owned(),
+        line1: get_s(fields, "line1")?.to_owned(),
+        line2: optional("line2"),
+        city: get_s(fields, "city")?.to_owned(),
+        postal_code: get_s(fields, "postalCode")?.to_owned(),
+        country: get_s(fields, "country")?.to_owned(),
+        phone: optional("phone"),
+    })
+}
+
+/// The orders and sales of the commerce table.
+#[derive(Clone, Debug)]
+pub struct DynamoOrderStore {
+    pub(crate) table: Table,
+}
+
+impl DynamoOrderStore {
+    /// The keyed query of the refunds still due, oldest first (the index sorts them by when
+    /// they were recorded): the list's pages and the reconciliation's count read it.
+    fn refunds_due_query(
+        &self,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.table
+            .client
+            .query()
+            .table_name(&self.table.name)
+            .index_name(REFUNDS_INDEX)
+            .key_condition_expression("gsi1pk = :pk")
+            .expression_attribute_values(":pk", s(REFUNDS_DUE_PK))
+    }
+
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            table: Table::new(client, table),
+        }
+    }
+
+    /// The store named by `COMMERCE_TABLE`.
+    pub fn from_env(env: &Env, client: Client) -> Result<Self, ConfigError> {
+        Table::from_env(env, client, "COMMERCE_TABLE").map(|table| Self { table })
+    }
+
+    fn put_order(&self, order: &NewOrder, status: OrderStatus) -> TransactWriteItem {
+        let mut item = key(order_pk(&order.order_id), ORDER_SK);
+        if let Some(address) = &order.address {
+            item.insert("address".to_owned(), address_attribute(address));
+        }
+        if let Some(method) = order.payment_method {
+            item.insert("paymentMethod".to_owned(), s(method.as_str()));
+        }
+        item.extend([
+            ("orderId".to_owned(), s(&order.order_id)),
+            ("saleId".to_owned(), s(&order.sale_id)),
+            ("userId".to_owned(), s(order.user_id.as_str())),
+            ("priceCents".to_owned(), n(order.price_cents)),
+            ("quantity".to_owned(), n(order.quantity)),
+            ("totalCents".to_owned(), n(order.total_cents())),
+            ("status".to_owned(), s(status.as_str())),
+            ("createdAt".to_owned(), s(&order.created_at)),
+            (
+                "gsi1pk".to_owned(),
+                s(user_orders_pk(order.user_id.as_str())),
+            ),
+            (
+                "gsi1sk".to_owned(),
+                s(user_orders_sk(&order.created_at, &order.order_id)),
+            ),
+            (
+                "gsi3pk".to_owned(),
+                s(sale_orders_pk(&order.sale_id, order_shard(&order.order_id))),
+            ),
+            (
+                "gsi3sk".to_owned(),
+                s(sale_orders_sk(&order.created_at, &order.order_id)),
+            ),
+        ]);
+        put_if_absent(&self.table.name, item)
+    }
+
+    /// `units += k` on the buyer's item, which must hold at most `limit` after it.
+    fn add_units(&self, sale_id: &str, buyer: &str, k: i64, limit: u32) -> TransactWriteItem {
+        let room = i64::from(limit) - k;
+        // A buyer with no room even before holding anything: only a stored `units` could
+        // compare, and it is never negative, so the condition fails as it must.
+        let condition = if room >= 0 {
+            "attribute_not_exists(units) OR units <= :room"
+        } else {
+            "units <= :room"
+        };
+        let update = Update::builder()
+            .set_key(Some(key(buyer_pk(sale_id, buyer), BUYER_SK)))
+            .update_expression("ADD units :k")
+            .condition_expression(condition)
+            .expression_attribute_values(":k", n(k))
+            .expression_attribute_values(":room", n(room));
+        update_in(&self.table.name, update)
+    }
+
+    /// `units -= k` on the buyer's item, which must hold them: the transaction that confirmed
+    /// the orders added them.
+    fn take_units(&self, sale_id: &str, buyer: &str, k: i64) -> TransactWriteItem {
+        let update = Update::builder()
+            .set_key(Some(key(buyer_pk(sale_id, buyer), BUYER_SK)))
+            .update_expression("ADD units :minus")
+            .condition_expression("units >= :k")
+            .expression_attribute_values(":minus", n(-k))
+            .expression_attribute_values(":k", n(k));
+        update_in(&self.table.name, update)
+    }
+
+    /// A sale item's attribute, strongly consistent.
+    async fn sale_attributes(
+        &self,
+        sale_id: &str,
+        projection: &str,
+    ) -> anyhow::Result<Option<Item>> {
+        let key = key(sale_pk(sale_id), SALE_SK);
+        let failed = "failed to read the sale's stock";
+        self.table
+            .get_consistent(key, Some(projection), failed)
+            .await
+    }
+
+    /// One transaction of an order per unit, each written as `status` of it.
+    fn put_orders(
+        &self,
+        units: &[Unit<NewOrder>],
+        status: impl Fn(&NewOrder) -> OrderStatus,
+    ) -> Transaction<UnitItem> {
+        Transaction::of_units(units, |unit| {
+            self.put_order(&unit.payload, status(&unit.payload))
+        })
+    }
+}
+
+/// An order's conditional update: `true` when it was written, `false` when its condition
+/// failed, retried while DynamoDB refuses it for a moment.
+async fn conditional(
+    update: UpdateItemFluentBuilder,
+    what: &'static str,
+) -> Result<bool, OrderStoreError> {
+    match write_retrying(&Backoff::default(), what, || update.clone().send()).await {
+        Ok(_) => Ok(true),
+        Err(err) => update_failed(err, what).map(|()| false),
+    }
+}
+
+/// A failed order update: `Ok` when only its condition failed, else the error.
+fn update_failed(
+    err: SdkError<UpdateItemError>,
+    what: &'static str,
+) -> Result<(), OrderStoreError> {
+    if matches!(
+        err.as_service_error(),
+        Some(UpdateItemError::ConditionalCheckFailedException(_))
+    ) {
+        return Ok(());
+    }
+    if transient(&err).is_some() {
+        return Err(OrderStoreError::Busy(
+            anyhow::Error::from(err).context("the order stayed busy"),
+        ));
+    }
+    Err(anyhow::Error::from(err).context(what).into())
+}
+
+/// A refund's entry in its order's `refunds` list.
+fn order_refund_from(value: &AttributeValue) -> anyhow::Result<OrderRefund> {
+    let fields = value
+        .as_m()
+        .map_err(|_| anyhow::anyhow!("stored refund entry is not a map"))?;
+    Ok(OrderRefund {
+        payment_id: get_s(fields, "paymentId")?.to_owned(),
+        amount_cents: get_n(fields, "amountCents")?,
+        currency: Currency::parse(get_s(fields, "currency")?)?,
+        reason: get_s(fields, "reason")?.to_owned(),
+        state: RefundState::parse(get_s(fields, "state")?).context("stored refund state")?,
+        recorded_at: get_s(fields, "recordedAt")?.to_owned(),
+        refunded_at: fields
+            .get("refundedAt")
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+    })
+}
+
+/// A refund item.
+fn refund_from_item(item: &Item) -> anyhow::Result<RefundRecord> {
+    Ok(RefundRecord {
+        payment_id: get_s(item, "paymentId")?.to_owned(),
+        order_id: get_s(item, "orderId")?.to_owned(),
+        user_id: get_s(item, "userId")?.to_owned(),
+        amount_cents: get_n(item, "amountCents")?,
+        currency: Currency::parse(get_s(item, "currency")?)?,
+        reason: get_s(item, "reason")?.to_owned(),
+        state: RefundState::parse(get_s(item, "state")?).context("stored refund state")?,
+        recorded_at: get_s(item, "recordedAt")?.to_owned(),
+        refunded_at: item.get("refundedAt").and_then(|v| v.as_s().ok()).cloned(),
+        provider_refund_id: item
+            .get("providerRefundId")
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+    })
+}
+
+/// The index of the refunds due, oldest first (the refund items' `gsi1`).
+pub(crate) const REFUNDS_INDEX: &str = "gsi1";
+
+/// What a refund transaction's item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefundItem {
+    Refund,
+    Order,
+}
+
+fn order_from_item(item: &Item) -> anyhow::Result<Order> {
+    let status = get_s(item, "status")?;
+    let method = item
+        .get("paymentMethod")
+        .and_then(|v| v.as_s().ok())
+        .map(|raw| PaymentMethod::parse(raw).context("stored paymentMethod is unknown"))
+        .transpose()?;
+    let price_cents: u64 = get_n(item, "priceCents")?;
+    // Orders written before orders had a quantity are one unit.
+    let quantity: u32 = match item.get("quantity") {
+        Some(_) => get_n(item, "quantity")?,
+        None => 1,
+    };
+    Ok(Order {
+        order_id: get_s(item, "orderId")?.to_owned(),
+        sale_id: get_s(item, "saleId")?.to_owned(),
+        user_id: UserId::parse(get_s(item, "userId")?).context("stored userId is malformed")?,
+        price_cents,
+        quantity,
+        total_cents: price_cents.saturating_mul(u64::from(quantity)),
+        status: OrderStatus::parse(status).context("stored status is unknown")?,
+        created_at: get_s(item, "createdAt")?.to_owned(),
+        address: item.get("address").map(address_from).transpose()?,
+        payment_method: method,
+        payment_id: item.get("paymentId").and_then(|v| v.as_s().ok()).cloned(),
+        paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
+        refunds: match item.get("refunds") {
+            Some(list) => list
+                .as_l()
+                .map_err(|_| anyhow::anyhow!("stored refunds is not a list"))?
+                .iter()
+                .map(order_refund_from)
+                .collect::<anyhow::Result<_>>()?,
+            None => Vec::new(),
+        },
+    })
+}
+
+#[async_trait]
+impl OrderStore for DynamoOrderStore {
+    fn limits(&self) -> OrderLimits {
+        LIMITS
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
+    async fn confirm_orders(
+        &self,
+        sale_id: &str,
+        per_user_limit: u32,
+        units: &[Unit<NewOrder>],
+    ) -> Result<(), ConfirmRejected> {
+        // Orders first, then buyers, then the sale: a cancellation reports the first failed
+        // condition, so a redelivered order shows as such before its buyer's count would seem
+        // to exceed the limit because of it.
+        let mut transaction = self.put_orders(units, NewOrder::confirmed_status);
+        let buyers = per_buyer(
+            units
+                .iter()
+                .map(|unit| (unit.payload.user_id.as_str(), unit.payload.units())),
+        );
+        for (index, (buyer, k)) in buyers.iter().enumerate() {
+            transaction = transaction.push(
+                UnitItem::Guard(index),
+                self.add_units(sale_id, buyer, *k, per_user_limit),
+            );
+        }
+        let update = Update::builder()
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .update_expression("SET stockRemaining = stockRemaining - :n")
+            .condition_expression("stockRemaining >= :n")
+            .expression_attribute_values(":n", n(total_units(units)));
+        transaction = transaction.push(UnitItem::Aggregate, update_in(&self.table.name, update));
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::ConditionFailed {
+                label: UnitItem::Unit(_),
+                all,
+            }) => Err(ConfirmRejected::AlreadyApplied(unit_indices(&all))),
+            Err(TransactError::ConditionFailed {
+                label: UnitItem::Guard(index),
+                ..
+            }) => {
+                let buyer = buyers
+                    .get(index)
+                    .and_then(|(buyer, _)| UserId::parse(buyer).ok())
+                    .context("a cancellation reason names no buyer of the transaction")
+                    .map_err(ConfirmRejected::Failed)?;
+                Err(ConfirmRejected::OverLimit(buyer))
+            }
+            Err(TransactError::ConditionFailed {
+                label: UnitItem::Aggregate,
+                ..
+            }) => Err(ConfirmRejected::SoldOut),
+            Err(other) => Err(ConfirmRejected::Failed(other.into())),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
+    async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected> {
+        self.put_orders(units, |_| OrderStatus::Rejected)
+            .commit_units(&self.table.client)
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
+    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
+        let now = crate::clock::now_rfc3339();
+        let mut transaction = Transaction::of_units(units, |unit| {
+            let update = Update::builder()
+                .set_key(Some(key(order_pk(&unit.marker), ORDER_SK)))
+                .update_expression("SET #status = :cancelled, cancelledAt = :now")
+                .condition_expression("#status = :confirmed")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
+                .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+                .expression_attribute_values(":now", s(&now));
+            update_in(&self.table.name, update)
+        });
+        let buyers = per_buyer(units.iter().map(|unit| {
+            let holder = &unit.payload;
+            (holder.user_id.as_str(), i64::from(holder.units))
+        }));
+        for (index, (buyer, k)) in buyers.iter().enumerate() {
+            transaction =
+                transaction.push(UnitItem::Guard(index), self.take_units(sale_id, buyer, *k));
+        }
+        let update = Update::builder()
+            .set_key(Some(key(sale_pk(sale_id), SALE_SK)))
+            .update_expression("SET stockRemaining = stockRemaining + :n")
+            .condition_expression("attribute_exists(stockRemaining)")
+            .expression_attribute_values(
+                ":n",
+                n(units.iter().map(|unit| unit.payload.units).sum::<u32>()),
+            );
+        transaction
+            .push(UnitItem::Aggregate, update_in(&self.table.name, update))
+            .commit_units(&self.table.client)
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
+        let item = self.sale_attributes(sale_id, "stockRemaining").await?;
+        Ok(match item {
+            Some(item) => Some(get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?),
+            None => None,
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
+        let item = self
+            .sale_attributes(sale_id, "stockRemaining, perUserLimit")
+            .await?;
+        let Some(item) = item else {
+            return Ok(None);
+        };
+        Ok(Some(SaleGuards {
+            stock_remaining: get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?,
+            per_user_limit: get_n(&item, "perUserLimit").map_err(anyhow::Error::from)?,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
+        let key = key(buyer_pk(sale_id, user.as_str()), BUYER_SK);
+        let failed = "failed to read what a buyer holds";
+        let item = self
+            .table
+            .get_consistent(key, Some("units"), failed)
+            .await?;
+        Ok(match item {
+            Some(item) => get_n(&item, "units").map_err(anyhow::Error::from)?,
+            None => 0,
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
+        let key = key(order_pk(order_id), ORDER_SK);
+        let item = self
+            .table
+            .get_consistent(key, None, "failed to read an order");
+        Ok(item.await?.as_ref().map(order_from_item).transpose()?)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, cursor))]
+    async fn orders_of(
+        &self,
+        user: &UserId,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<OrderPage, OrderStoreError> {
+        let gsi1pk = user_orders_pk(user.as_str());
+        let fits = |cursor: &Cursor| {
+            cursor.get("gsi1pk") == Some(gsi1pk.as_str())
+                && cursor.get("sk") == Some(ORDER_SK)
+                && cursor.get("pk").is_some_and(|pk| pk.starts_with("ORDER#"))
+        };
+        let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
+        let query = self
+            .table
+            .client
+            .query()
+            .table_name(&self.table.name)
+            .index_name(USER_ORDERS_INDEX)
+            .key_condition_expression("gsi1pk = :pk")
+            .expression_attribute_values(":pk", s(&gsi1pk));
+        let failed = "failed to query a user's orders";
+        let (items, next) = query_page(query, limit, start, failed, order_from_item).await?;
+        Ok(OrderPage { items, next })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn keep_for_delivery(
+        &self,
+        order_id: &str,
+        user: &UserId,
+    ) -> Result<bool, OrderStoreError> {
+        // Cash on delivery is not paid yet: no `paidAt`.
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET #status = :cod, paymentMethod = :cod")
+            .condition_expression("#status = :confirmed AND userId = :user")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":cod", s(OrderStatus::Cod.as_str()))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":user", s(user.as_str()));
+        conditional(update, "UpdateItem order kept for delivery").await
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn open_payment(
+        &self,
+        order_id: &str,
+        user: &UserId,
+        new_payment_id: &str,
+    ) -> Result<Option<String>, OrderStoreError> {
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET paymentId = if_not_exists(paymentId, :new)")
+            .condition_expression("#status = :confirmed AND userId = :user")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":new", s(new_payment_id))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":user", s(user.as_str()))
+            // The whole item: an attribute the update left as it was is not "updated".
+            .return_values(ReturnValue::AllNew);
+        let result = write_retrying(&Backoff::default(), "UpdateItem order payment", || {
+            update.clone().send()
+        })
+        .await;
+        match result {
+            Ok(output) => {
+                let attributes = output.attributes().cloned().unwrap_or_default();
+                let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
+                Ok(Some(payment_id.to_owned()))
+            }
+            Err(err) => update_failed(err, "failed to open a payment").map(|()| None),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn settle_online(
+        &self,
+        order_id: &str,
+        payment_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        // The order is in the payment-timeout consumer's cancelling transaction: a write while
+        // that one is in flight is refused for a moment, and retried; whichever lands first
+        // decides.
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET #status = :paid, paymentMethod = :online, paidAt = :at")
+            .condition_expression("#status = :confirmed AND paymentId = :payment")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
+            .expression_attribute_values(":online", s(PaymentMethod::Online.as_str()))
+            .expression_attribute_values(":at", s(at))
+            .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+            .expression_attribute_values(":payment", s(payment_id));
+        conditional(update, "UpdateItem order paid").await
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, refund), fields(payment = %refund.payment_id))]
+    async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError> {
+        let mut item = key(refund_pk(&refund.payment_id), refund_sk(&refund.order_id));
+        item.extend([
+            ("paymentId".to_owned(), s(&refund.payment_id)),
+            ("orderId".to_owned(), s(&refund.order_id)),
+            ("userId".to_owned(), s(&refund.user_id)),
+            ("amountCents".to_owned(), n(refund.amount_cents)),
+            ("currency".to_owned(), s(refund.currency.as_str())),
+            ("reason".to_owned(), s(refund.reason.as_str())),
+            ("state".to_owned(), s(RefundState::Due.as_str())),
+            ("recordedAt".to_owned(), s(&refund.recorded_at)),
+            ("gsi1pk".to_owned(), s(REFUNDS_DUE_PK)),
+            (
+                "gsi1sk".to_owned(),
+                s(format!("{}#{}", refund.recorded_at, refund.payment_id)),
+            ),
+        ]);
+        // The order shows its refunds: an entry appended in the same transaction.
+        let entry = AttributeValue::M(HashMap::from([
+            ("paymentId".to_owned(), s(&refund.payment_id)),
+            ("amountCents".to_owned(), n(refund.amount_cents)),
+            ("currency".to_owned(), s(refund.currency.as_str())),
+            ("reason".to_owned(), s(refund.reason.as_str())),
+            ("state".to_owned(), s(RefundState::Due.as_str())),
+            ("recordedAt".to_owned(), s(&refund.recorded_at)),
+        ]));
+        let order = Update::builder()
+            .set_key(Some(key(order_pk(&refund.order_id), ORDER_SK)))
+            .update_expression("SET refunds = list_append(if_not_exists(refunds, :none), :one)")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(":one", AttributeValue::L(vec![entry]));
+        let transaction = Transaction::new()
+            .push(
+                RefundItem::Refund,
+                put_if_absent(&self.table.name, item.clone()),
+            )
+            .push(RefundItem::Order, update_in(&self.table.name, order));
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => return Ok(true),
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Refund,
+                ..
+            }) => return Ok(false),
+            // No such order item (the notice's order is always read first, so only an order
+            // deleted by hand): the refund is recorded all the same, never lost.
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Order,
+                ..
+            }) => {}
+            Err(TransactError::Conflict) => {
+                return Err(OrderStoreError::Busy(anyhow::anyhow!(
+                    "the refund's order stayed busy"
+                )));
+            }
+            Err(err) => {
+                return Err(anyhow::Error::from(err)
+                    .context("failed to record a refund")
+                    .into());
+            }
+        }
+        let put = self
+            .table
+            .client
+            .put_item()
+            .table_name(&self.table.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)");
+        match write_retrying(&Backoff::default(), "PutItem refund", || put.clone().send()).await {
+            Ok(_) => Ok(true),
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(PutItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) if transient(&err).is_some() => Err(OrderStoreError::Busy(
+                anyhow::Error::from(err).context("the refund stayed busy"),
+            )),
+            Err(err) => Err(anyhow::Error::from(err)
+                .context("failed to record a refund")
+                .into()),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refunds_due(
+        &self,
+        limit: PageLimit,
+        cursor: Option<&Cursor>,
+    ) -> Result<RefundPage, OrderStoreError> {
+        let fits = |cursor: &Cursor| {
+            cursor.get("gsi1pk") == Some(REFUNDS_DUE_PK)
+                && cursor.get("pk").is_some_and(|pk| pk.starts_with("REFUND#"))
+                && cursor.get("sk").is_some_and(|sk| sk.starts_with("ORDER#"))
+        };
+        let start = start_of(cursor, &["pk", "sk", "gsi1pk", "gsi1sk"], fits)?;
+        let query = self.refunds_due_query();
+        let failed = "failed to query the refunds due";
+        let (items, next) =
+            query_page_in(query, true, limit, start, failed, refund_from_item).await?;
+        Ok(RefundPage { items, next })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError> {
+        let due = || self.refunds_due_query();
+        // Counted by DynamoDB, not fetched: a page of a count query holds no item.
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let output = due()
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to count the refunds due")?;
+            count += u64::try_from(output.count()).unwrap_or(0);
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        // The index sorts the due refunds by when they were recorded.
+        let oldest = due()
+            .limit(1)
+            .projection_expression("recordedAt")
+            .send()
+            .await
+            .context("failed to read the oldest refund due")?;
+        let oldest_recorded_at = oldest
+            .items()
+            .first()
+            .and_then(|item| get_s(item, "recordedAt").ok())
+            .map(str::to_owned);
+        Ok(Outstanding {
+            count,
+            oldest_recorded_at,
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn refund(
+        &self,
+        payment_id: &str,
+        order_id: &str,
+    ) -> Result<Option<RefundRecord>, OrderStoreError> {
+        let key = key(refund_pk(payment_id), refund_sk(order_id));
+        let item = self
+            .table
+            .get_consistent(key, None, "failed to read a refund")
+            .await?;
+        Ok(item.as_ref().map(refund_from_item).transpose()?)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self, refund), fields(payment = %refund.payment_id))]
+    async fn mark_refunded(
+        &self,
+        refund: &RefundRecord,
+        provider_refund_id: &str,
+        at: &str,
+    ) -> Result<bool, OrderStoreError> {
+        let refunded = s(RefundState::Refunded.as_str());
+        // Out of the due list, into the settled refunds (same sort key: when it was recorded).
+        let update = Update::builder()
+            .set_key(Some(key(
+                refund_pk(&refund.payment_id),
+                refund_sk(&refund.order_id),
+            )))
+            .update_expression(
+                "SET #state = :refunded, refundedAt = :at, providerRefundId = :provider, \
+                 gsi1pk = :settled",
+            )
+            .condition_expression("#state = :due")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":refunded", refunded.clone())
+            .expression_attribute_values(":at", s(at))
+            .expression_attribute_values(":provider", s(provider_refund_id))
+            .expression_attribute_values(":settled", s(REFUNDS_SETTLED_PK))
+            .expression_attribute_values(":due", s(RefundState::Due.as_str()));
+        let mut transaction =
+            Transaction::new().push(RefundItem::Refund, update_in(&self.table.name, update));
+        // The refund's entry on its order, found by its payment (entries are only appended,
+        // so its index stays); an order recorded before orders listed their refunds has none.
+        let order = self
+            .table
+            .get_consistent(
+                key(order_pk(&refund.order_id), ORDER_SK),
+                Some("refunds"),
+                "failed to read the refund's order",
+            )
+            .await?;
+        let index = order
+            .as_ref()
+            .and_then(|item| item.get("refunds"))
+            .and_then(|list| list.as_l().ok())
+            .and_then(|list| {
+                list.iter().position(|entry| {
+                    entry
+                        .as_m()
+                        .ok()
+                        .and_then(|m| m.get("paymentId"))
+                        .and_then(|p| p.as_s().ok())
+                        == Some(&refund.payment_id)
+                })
+            });
+        if let Some(i) = index {
+            let update = Update::builder()
+                .set_key(Some(key(order_pk(&refund.order_id), ORDER_SK)))
+                .update_expression(format!(
+                    "SET refunds[{i}].#state = :refunded, refunds[{i}].refundedAt = :at"
+                ))
+                .condition_expression(format!("refunds[{i}].paymentId = :payment"))
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":refunded", refunded)
+                .expression_attribute_values(":at", s(at))
+                .expression_attribute_values(":payment", s(&refund.payment_id));
+            transaction = transaction.push(RefundItem::Order, update_in(&self.table.name, update));
+        }
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Refund,
+                ..
+            }) => Ok(false),
+            Err(TransactError::Conflict) => Err(OrderStoreError::Busy(anyhow::anyhow!(
+                "the refund or its order stayed busy"
+            ))),
+            Err(err) => Err(anyhow::Error::from(err)
+                .context("failed to mark a refund refunded")
+                .into()),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn live_sales(&self) -> Result<LiveSales, OrderStoreError> {
+        let (items, items_read) = crate::seckill::sale::dynamo::live_items(&self.table).await?;
+        let mut sales = Vec::with_capacity(items.len());
+        for item in &items {
+            let pk = get_s(item, "pk").map_err(anyhow::Error::from)?;
+            let Some(sale_id) = pk.strip_prefix("SALE#") else {
+                continue;
+            };
+            let ends_at = get_s(item, "endsAt").map_err(anyhow::Error::from)?;
+            let ends_at = time::OffsetDateTime::parse(ends_at, &Rfc3339)
+                .context("stored endsAt is not RFC 3339")?;
+            sales.push(LiveSale {
+                sale_id: sale_id.to_owned(),
+                stock_remaining: get_n(item, "stockRemaining").ok(),
+                ends_at_ms: crate::clock::epoch_ms(ends_at),
+            });
+        }
+        Ok(LiveSales { sales, items_read })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError> {
+        Ok(crate::seckill::sale::dynamo::retire(&self.table, sale_id, now).await?)
+    }
+}
