@@ -1,4 +1,4 @@
-// The payment sandbox's page (shared/src/seckill/sandbox.html), served by the payment-sandbox
+// The payment sandbox's page (shared/src/seckill/payment/sandbox.html), served by the payment-sandbox
 // function: Pay and Fail ask the sandbox for the signed notice, send it to the shop's callback
 // and go back to the shop. A file of its own so that the site's Content-Security-Policy needs
 // no inline script.

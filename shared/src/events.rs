@@ -72,7 +72,7 @@ pub const ORDER_PLACED: &str = "OrderPlaced";
 pub const PAYMENT_DUE: &str = "PaymentDue";
 
 /// A shipping address in `OrderPlaced` v2, as the buyer typed it (trimmed). The wire's own
-/// type: the checkout converts to and from it (`seckill::checkout`), so that a change to the
+/// type: the checkout converts to and from it (`seckill::admission::checkout`), so that a change to the
 /// domain's address cannot change a queue message's schema unnoticed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -90,7 +90,7 @@ pub struct Address {
 }
 
 /// How the buyer chose to pay, in `OrderPlaced` v2 (`ONLINE`, `COD`); converted to and from
-/// `seckill::orders::PaymentMethod`.
+/// `seckill::admission::checkout::PaymentMethod`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PaymentMethod {

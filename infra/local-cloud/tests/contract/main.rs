@@ -4,7 +4,7 @@
 //! as the project means it (`template`); the shop's bucket, distribution and sign-in client
 //! are private and least-privilege (`shop`); `sam local` gets every variable it needs and no
 //! function is ever told that it runs under SAM (`sam_local`); the LocalStack profile starts what
-//! the runner provisions (`localstack`).
+//! the runner provisions (`localstack`); the flash-sale code keeps its layout by concern (`layout`).
 
 #![expect(
     clippy::unwrap_used,
@@ -17,6 +17,7 @@ mod capacity;
 mod cognito;
 mod contention;
 mod dashboard;
+mod layout;
 mod lints;
 mod localstack;
 mod logging;

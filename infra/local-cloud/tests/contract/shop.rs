@@ -202,7 +202,7 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
             );
         }
     }
-    // The route's max-age=1 (shared/src/seckill/sale_routes.rs) is honoured, never stretched.
+    // The route's max-age=1 (shared/src/seckill/sale/routes.rs) is honoured, never stretched.
     let ttl = &resource("SaleDetailCachePolicy")["Properties"]["CachePolicyConfig"];
     assert_eq!(ttl["MinTTL"], 0);
     assert_eq!(ttl["MaxTTL"], 1);
@@ -433,7 +433,7 @@ fn no_page_has_inline_script_or_style() {
     let mut pages = site_pages();
     for source in [
         "shop/templates/sale.html",
-        "shared/src/seckill/sandbox.html",
+        "shared/src/seckill/payment/sandbox.html",
     ] {
         pages.push((
             source.to_owned(),

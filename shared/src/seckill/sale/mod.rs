@@ -5,6 +5,8 @@
 //! [`SaleCache`] (the preheated copy that buyers read, Redis).
 
 pub mod dynamo;
+#[cfg(test)]
+pub(crate) mod fake;
 pub mod page;
 pub mod redis;
 pub mod routes;
@@ -318,76 +320,9 @@ pub async fn publish(
 }
 
 #[cfg(test)]
-pub(crate) mod fake {
-    //! In-memory adapters of the sale ports, for domain and handler tests.
-
-    use super::*;
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    pub struct MemorySales {
-        pub sales: Mutex<HashMap<SaleId, Sale>>,
-        pub cached: Mutex<HashMap<SaleId, SaleDetail>>,
-    }
-
-    #[async_trait]
-    impl SaleStore for MemorySales {
-        async fn create(&self, sale: &Sale) -> Result<(), StoreError> {
-            self.sales
-                .lock()
-                .unwrap()
-                .insert(sale.id.clone(), sale.clone());
-            Ok(())
-        }
-
-        async fn publish(&self, id: &SaleId, _now: &str) -> Result<Option<Sale>, StoreError> {
-            let mut sales = self.sales.lock().unwrap();
-            Ok(sales.get_mut(id).map(|sale| {
-                if sale.state == Lifecycle::Draft {
-                    sale.state = Lifecycle::Published;
-                }
-                sale.clone()
-            }))
-        }
-
-        async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
-            Ok(self.sales.lock().unwrap().get(id).cloned())
-        }
-    }
-
-    #[async_trait]
-    impl SaleCache for MemorySales {
-        async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
-            let mut cached = self.cached.lock().unwrap();
-            let live = cached.get(&sale.id).map(|detail| detail.stock_remaining);
-            cached.insert(
-                sale.id.clone(),
-                SaleDetail {
-                    id: sale.id.clone(),
-                    product_id: sale.product_id.clone(),
-                    title: sale.title.clone(),
-                    price_cents: sale.price_cents,
-                    per_user_limit: sale.per_user_limit,
-                    starts_at_ms: crate::clock::epoch_ms(sale.starts_at),
-                    ends_at_ms: crate::clock::epoch_ms(sale.ends_at),
-                    stock: sale.initial_stock,
-                    stock_remaining: live.unwrap_or(i64::from(sale.stock_remaining)),
-                },
-            );
-            Ok(())
-        }
-
-        async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError> {
-            Ok(self.cached.lock().unwrap().get(id).cloned())
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seckill::sale::page::fake::MemoryPageRequests;
+    use crate::seckill::sale::fake::MemoryPageRequests;
     use crate::text::Rule;
     use std::sync::atomic::Ordering;
     use time::macros::datetime;

@@ -178,51 +178,6 @@ async fn write_page(
 }
 
 #[cfg(test)]
-pub(crate) mod fake {
-    //! An in-memory page store and page queue, which can be told to fail.
-
-    use super::*;
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    #[derive(Default)]
-    pub struct MemoryPages {
-        pub pages: Mutex<HashMap<SaleId, String>>,
-        pub fail: AtomicBool,
-    }
-
-    #[async_trait]
-    impl SalePages for MemoryPages {
-        async fn put(&self, id: &SaleId, html: String) -> Result<(), PageError> {
-            if self.fail.load(Ordering::SeqCst) {
-                return Err(PageError(anyhow::anyhow!("bucket unreachable")));
-            }
-            self.pages.lock().unwrap().insert(id.clone(), html);
-            Ok(())
-        }
-    }
-
-    /// The ids publish-sale asked pages for, in order.
-    #[derive(Default)]
-    pub struct MemoryPageRequests {
-        pub requested: Mutex<Vec<SaleId>>,
-        pub fail: AtomicBool,
-    }
-
-    #[async_trait]
-    impl PageRequests for MemoryPageRequests {
-        async fn request(&self, id: &SaleId) -> Result<(), PageError> {
-            if self.fail.load(Ordering::SeqCst) {
-                return Err(PageError(anyhow::anyhow!("queue unreachable")));
-            }
-            self.requested.lock().unwrap().push(id.clone());
-            Ok(())
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::seckill::sale::Lifecycle;
@@ -316,7 +271,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_writer_renders_each_requested_page_from_the_table_and_retries_what_failed() {
-        use super::fake::MemoryPages;
+        use crate::seckill::sale::fake::MemoryPages;
         use crate::seckill::sale::fake::MemorySales;
         use std::sync::atomic::Ordering;
         let sales = MemorySales::default();
@@ -351,8 +306,8 @@ mod tests {
     /// not even for a sale that is published.
     #[tokio::test]
     async fn a_message_carrying_html_is_refused_and_stores_nothing() {
-        use super::fake::MemoryPages;
         use crate::events::SALE_PAGE_RENDERED;
+        use crate::seckill::sale::fake::MemoryPages;
         use crate::seckill::sale::fake::MemorySales;
         let sales = MemorySales::default();
         let published = sale("Phone");

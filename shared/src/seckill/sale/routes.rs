@@ -167,8 +167,8 @@ pub async fn get_sale(cache: &dyn SaleCache, request: Request) -> Result<Respons
 mod tests {
     use super::*;
 
+    use crate::seckill::sale::fake::MemoryPageRequests;
     use crate::seckill::sale::fake::MemorySales;
-    use crate::seckill::sale::page::fake::MemoryPageRequests;
     use crate::testing::{answer, api_request, assert_refused, claims_of};
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
