@@ -16,6 +16,7 @@ use crate::config::{ConfigError, Env};
 use crate::seckill::order::dynamo::DynamoOrderStore;
 use crate::seckill::order::redis::RedisReservations;
 use crate::seckill::payment::sandbox::SandboxProvider;
+use crate::seckill::payment::secretsmanager;
 use crate::seckill::payment::{CallbackSecrets, PaymentProvider, WebhookSecret};
 use crate::seckill::sale::dynamo::DynamoSaleStore;
 use crate::seckill::sale::redis::RedisSales;
@@ -148,7 +149,7 @@ impl Boot {
     pub async fn payment_secret(&self) -> WebhookSecret {
         let arn = self.must(self.env.required("PAYMENT_SECRET_ARN"));
         let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
-        self.must(cloud::webhook_secret(&client, &arn).await)
+        self.must(secretsmanager::webhook_secret(&client, &arn).await)
     }
 
     /// What `/payments/callback` takes a signature of: the provider's secret
@@ -160,7 +161,7 @@ impl Boot {
         let sandbox = match self.env.optional("SANDBOX_SECRET_ARN") {
             Some(arn) if !arn.trim().is_empty() => {
                 let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
-                Some(self.must(cloud::webhook_secret(&client, &arn).await))
+                Some(self.must(secretsmanager::webhook_secret(&client, &arn).await))
             }
             _ => None,
         };
@@ -168,11 +169,11 @@ impl Boot {
     }
 
     /// The sandbox's own signing secret (`SANDBOX_SECRET_ARN`), read from Secrets Manager on
-    /// its first use ([`cloud::SecretOnFirstUse`]): a missing variable still ends the cold
+    /// its first use ([`secretsmanager::SecretOnFirstUse`]): a missing variable still ends the cold
     /// start; the call does not happen in it.
-    pub async fn sandbox_secret_on_first_use(&self) -> cloud::SecretOnFirstUse {
+    pub async fn sandbox_secret_on_first_use(&self) -> secretsmanager::SecretOnFirstUse {
         let arn = self.must(self.env.required("SANDBOX_SECRET_ARN"));
-        cloud::SecretOnFirstUse::new(self.sdk_config().await, arn)
+        secretsmanager::SecretOnFirstUse::new(self.sdk_config().await, arn)
     }
 
     /// The reservations for reading only (no script loaded).

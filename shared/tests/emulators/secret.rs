@@ -3,7 +3,8 @@
 //! and then kept.
 
 use crate::support::{clients, unique};
-use app::cloud::{self, SecretError, SecretOnFirstUse};
+use app::cloud;
+use app::seckill::payment::secretsmanager::{SecretError, SecretOnFirstUse};
 
 #[tokio::test]
 async fn a_secret_is_read_on_first_use_and_a_failed_read_is_tried_again() {

@@ -32,6 +32,7 @@
 pub mod refunds;
 pub mod routes;
 pub mod sandbox;
+pub mod secretsmanager;
 pub mod timeout;
 
 use crate::ids::{OrderId, PaymentId};
