@@ -27,6 +27,8 @@
 //!   envelope.
 //! - [`cursor`] (domain): page size and the opaque cursor of every list, with the one check
 //!   that a cursor fits its list.
+//! - [`layout`] (domain): the shop pages' shared head and layout (`shop/_layout/`), included
+//!   where a page names it: one expansion for the runner's site and the sale page.
 //! - [`text`] (domain): the rules for user-supplied names and titles (NFC, no invisible
 //!   characters).
 //! - [`clock`] (domain): wall-clock time as RFC 3339.
@@ -58,6 +60,7 @@ pub mod emf;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod layout;
 pub mod local_token;
 pub mod once;
 pub mod queue;

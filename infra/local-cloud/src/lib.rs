@@ -18,7 +18,8 @@
 //! - [`pages`]: the shop's pages under `/shop/`, from the emulator's S3, as the cloud's
 //!   distribution serves them.
 //! - [`layout`]: the pages' site as uploaded, locally and by `infra/deploy-pages.sh`: each
-//!   page's shared head and layout included from `shop/_layout/` (`local-cloud pages`).
+//!   page's shared head and layout included from `shop/_layout/` by [`app::layout`], the
+//!   expansion the sale page's renderer uses too (`local-cloud pages`).
 //! - [`sign_in`]: the development sign-in at `/_local/sign-in`, a local token for a user name.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).

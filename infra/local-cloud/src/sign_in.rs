@@ -22,7 +22,7 @@
 //! developer in as someone of its choosing) are a 403 that says why.
 
 use crate::dashboard::local_answer;
-use crate::layout::escape;
+use app::layout::escape;
 use bytes::Bytes;
 use http::HeaderValue;
 use http::{Method, Response, StatusCode};

@@ -25,13 +25,13 @@
 use crate::auth::Caller;
 use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter, record_id};
 use crate::ids::{OrderId, PaymentId, valid_id};
+use crate::layout::escape;
 use crate::seckill::order::routes::store_error;
 use crate::seckill::order::{OrderStatus, OrderStore};
 use crate::seckill::payment::{
     Currency, PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, SIGNATURE_HEADER,
     WebhookSecret,
 };
-use crate::seckill::sale::page::escape;
 use async_trait::async_trait;
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};

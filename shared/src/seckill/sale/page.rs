@@ -3,9 +3,12 @@
 //! from. The page carries what never changes; its script (`shop/sale.js`) polls the live
 //! stock and state from `GET /seckill/activities/{id}`.
 //!
-//! The HTML is `shop/templates/sale.html` (compiled in) with `{{name}}` placeholders, all
-//! filled in one pass over the template, each by an escaped value: a title can never become
-//! markup, nor a placeholder.
+//! The HTML is `shop/templates/sale.html` (compiled in) with the shop's shared head and
+//! layout included as in every page ([`crate::layout`], the partials of `shop/_layout/`
+//! compiled in too: the function reads no file), expanded once, from those trusted files
+//! only, before any value is filled. Its `{{name}}` placeholders are then all filled in one
+//! pass, each by an escaped value: a title can never become markup, nor a placeholder, nor an
+//! include.
 //!
 //! Only the page writer renders and stores a page, and only from the sale as the commerce
 //! table holds it: publish-sale asks for it by id ([`PageRequests`], `SalePageRequested` on
@@ -15,11 +18,38 @@
 use crate::consumer::{Message, parse_each};
 use crate::events::{Envelope, EventError, SALE_PAGE_REQUESTED, SalePageRequested, parse_v1};
 use crate::ids::SaleId;
+use crate::layout::{self, escape};
 use crate::seckill::sale::{Lifecycle, Sale, SaleStore};
 use async_trait::async_trait;
+use std::sync::LazyLock;
 
-/// The page's template, from the pages' sources.
-const TEMPLATE: &str = include_str!("../../../../shop/templates/sale.html");
+/// The page's template, from the pages' sources: its includes still to expand.
+const SOURCE: &str = include_str!("../../../../shop/templates/sale.html");
+
+/// The partials the template may include: the pages' shared layout.
+const PARTIALS: [(&str, &str); 2] = [
+    ("head", include_str!("../../../../shop/_layout/head.html")),
+    ("foot", include_str!("../../../../shop/_layout/foot.html")),
+];
+
+/// The page's template with its layout included (once per process, from the compiled-in
+/// sources only; `the_template_expands_with_the_shared_layout` proves it does).
+static TEMPLATE: LazyLock<String> = LazyLock::new(|| {
+    let partials = PARTIALS
+        .iter()
+        .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+        .collect();
+    // The sources are compiled in: a unit test expands them, so this cannot fail in a build
+    // that passed its tests.
+    layout::expand("templates/sale.html", SOURCE, &partials)
+        .expect("the sale page's template expands with the shared layout")
+});
+
+/// The page's template as the page writer fills it: the sale's template with the shop's
+/// shared head and layout included, its `{{name}}` placeholders left for [`render`].
+pub fn template() -> &'static str {
+    &TEMPLATE
+}
 
 /// The object key (and path, without its leading `/`) of a sale's page: the same under the
 /// bucket as under the site, so the CDN maps `/shop/*` to the bucket without rewriting.
@@ -38,7 +68,7 @@ pub fn render(sale: &Sale) -> String {
         ("startsAt", crate::clock::format(sale.starts_at)),
         ("endsAt", crate::clock::format(sale.ends_at)),
     ];
-    fill(TEMPLATE, &values)
+    fill(template(), &values)
 }
 
 /// `template` with each `{{name}}` of `values` replaced by its escaped value, in one pass: what
@@ -75,23 +105,6 @@ fn fill(template: &str, values: &[(&str, String)]) -> String {
 /// `12345` cents as `123.45`.
 fn price(cents: u64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
-}
-
-/// Text made safe for HTML element content and quoted attribute values (the sale page's and
-/// the payment sandbox's).
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Why a page could not be asked for or stored; the cause is for the log, never for the
@@ -203,7 +216,7 @@ mod tests {
     fn the_page_shows_the_sale_and_carries_what_its_script_needs() {
         let sale = sale("Phone");
         let html = render(&sale);
-        assert!(html.contains("<title>Phone · flash sale</title>"), "{html}");
+        assert!(html.contains("<title>Phone · shop</title>"), "{html}");
         assert!(html.contains("<h1>Phone</h1>"), "{html}");
         assert!(html.contains(">199.05<"), "{html}");
         assert!(
@@ -235,6 +248,64 @@ mod tests {
         );
     }
 
+    /// The template includes the shop's shared head and layout as every page does: one
+    /// `<head>` with the stylesheet, `shop.js` and its own script, the header, and nothing of
+    /// an include left.
+    #[test]
+    fn the_template_expands_with_the_shared_layout() {
+        let template = template();
+        assert!(template.starts_with("<!doctype html>\n"), "{template}");
+        assert!(template.trim_end().ends_with("</html>"), "{template}");
+        assert!(!template.contains("<!-- include"), "{template}");
+        assert!(
+            template.contains("<title>{{title}} · shop</title>"),
+            "{template}"
+        );
+        let html = render(&sale("Phone"));
+        for (part, count) in [
+            ("<head>", 1),
+            ("</head>", 1),
+            ("<body>", 1),
+            ("<header>", 1),
+            ("<title>", 1),
+            ("<!--", 0),
+        ] {
+            assert_eq!(html.matches(part).count(), count, "{part}: {html}");
+        }
+        let head = &html[..html.find("</head>").unwrap()];
+        for line in [
+            r#"<link rel="stylesheet" href="/shop/shop.css">"#,
+            r#"<script src="/shop/shop.js" defer></script>"#,
+            r#"<script src="/shop/sale.js" defer></script>"#,
+        ] {
+            assert!(head.contains(line), "{line}: {head}");
+        }
+        assert!(
+            html.contains(
+                r#"<header><a href="/shop/">Shop</a> <span id="who" class="who"></span></header>"#
+            ),
+            "{html}"
+        );
+    }
+
+    /// The layout is expanded from the sources before any value is filled: a title that
+    /// looks like an include or a placeholder is text, escaped, never expanded.
+    #[test]
+    fn a_title_holding_an_include_or_a_placeholder_is_rendered_literally() {
+        let title = r#"<!-- include head title="x" scripts="evil.js" --> {{price}}"#;
+        let html = render(&sale(title));
+        let escaped =
+            "&lt;!-- include head title=&quot;x&quot; scripts=&quot;evil.js&quot; --&gt; {{price}}";
+        assert!(html.contains(&format!("<h1>{escaped}</h1>")), "{html}");
+        assert!(
+            html.contains(&format!("<title>{escaped} · shop</title>")),
+            "{html}"
+        );
+        assert!(!html.contains("evil.js\""), "{html}");
+        assert_eq!(html.matches("<head>").count(), 1, "{html}");
+        assert_eq!(html.matches(">199.05<").count(), 1, "{html}");
+    }
+
     #[test]
     fn the_key_is_the_path_under_the_site() {
         let id = SaleId::generate();
@@ -251,7 +322,7 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains("<title>{{price}} off {{id}}{{nope}} · flash sale</title>"),
+            html.contains("<title>{{price}} off {{id}}{{nope}} · shop</title>"),
             "{html}"
         );
         assert_eq!(
