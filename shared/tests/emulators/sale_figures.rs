@@ -23,7 +23,10 @@ struct NoPayments;
 
 #[async_trait]
 impl PaymentDueSink for NoPayments {
-    async fn payment_due(&self, _due: &app::events::PaymentDue) -> anyhow::Result<()> {
+    async fn payment_due(
+        &self,
+        _due: &app::events::PaymentDue,
+    ) -> Result<(), app::seckill::order::PaymentDueError> {
         Ok(())
     }
 }

@@ -20,7 +20,7 @@
 
 use crate::ids::SaleId;
 use crate::seckill::office::{OfficeError, SaleOffice};
-use crate::seckill::order::{OrderStatus, OrderStoreError, Reservations};
+use crate::seckill::order::{OrderStatus, OrderStoreError, Reservations, ReservationsError};
 use crate::seckill::sale::Lifecycle;
 use async_trait::async_trait;
 use serde::Serialize;
@@ -148,7 +148,7 @@ pub async fn sale_figures(
         .await?
         .ok_or_else(|| OfficeError::NotFound(id.clone()))?;
     let store = |err: OrderStoreError| OfficeError::Store(anyhow::Error::from(err).into());
-    let cache_err = |err: anyhow::Error| OfficeError::Store(err.into());
+    let cache_err = |err: ReservationsError| OfficeError::Store(anyhow::Error::from(err).into());
     let (tallies, refunds_due, stock) = tokio::join!(
         ledger.order_tallies(id),
         ledger.refunds_due_of(id),

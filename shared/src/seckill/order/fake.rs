@@ -15,8 +15,8 @@ use crate::seckill::order::refund::{
 };
 use crate::seckill::order::{
     AdmittedOrder, ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage,
-    OrderStatus, OrderStore, OrderStoreError, PaymentDueSink, PaymentMethod, PendingOrders,
-    PendingReservation, Reservations, SaleGuards,
+    OrderStatus, OrderStore, OrderStoreError, PaymentDueError, PaymentDueSink, PaymentMethod,
+    PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError, SaleGuards,
 };
 use async_trait::async_trait;
 use lambda_http::Request;
@@ -706,7 +706,7 @@ impl MemoryReservations {
 
 #[async_trait]
 impl Reservations for MemoryReservations {
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()> {
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError> {
         if let Some(sale) = self.sales.lock().unwrap().get_mut(sale_id) {
             for id in order_ids {
                 sale.pending.remove(id);
@@ -715,7 +715,11 @@ impl Reservations for MemoryReservations {
         Ok(())
     }
 
-    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>> {
+    async fn claim(
+        &self,
+        sale_id: &str,
+        order_ids: &[String],
+    ) -> Result<HashSet<String>, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale_id.to_owned()).or_default();
         let mut released = HashSet::new();
@@ -734,7 +738,7 @@ impl Reservations for MemoryReservations {
         sale_id: &str,
         order_id: &str,
         holder: Option<&Holder>,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale_id.to_owned()).or_default();
         if sale.released.contains(order_id) {
@@ -753,7 +757,7 @@ impl Reservations for MemoryReservations {
         Ok(true)
     }
 
-    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>> {
+    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError> {
         let sales = self.sales.lock().unwrap();
         Ok(sales
             .get(sale_id)
@@ -771,11 +775,15 @@ impl Reservations for MemoryReservations {
             .unwrap_or_default())
     }
 
-    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
+    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError> {
         Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
     }
 
-    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
+    async fn cap_stock(
+        &self,
+        sale_id: &str,
+        dynamo_stock_remaining: i64,
+    ) -> Result<i64, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
         let Some(sale) = sales.get_mut(sale_id) else {
             return Ok(0);
@@ -798,7 +806,7 @@ impl PendingOrders for MemoryReservations {
         &self,
         sale_id: &SaleId,
         order_id: &str,
-    ) -> anyhow::Result<Option<AdmittedOrder>> {
+    ) -> Result<Option<AdmittedOrder>, PendingError> {
         let sales = self.sales.lock().unwrap();
         Ok(sales.get(sale_id.as_str()).and_then(|sale| {
             sale.owners.get(order_id).map(|user| AdmittedOrder {
@@ -827,9 +835,9 @@ impl MemoryPayments {
 
 #[async_trait]
 impl PaymentDueSink for MemoryPayments {
-    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
+    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError> {
         if *self.fail.lock().unwrap() {
-            anyhow::bail!("queue down");
+            return Err(anyhow::anyhow!("queue down").into());
         }
         self.sent.lock().unwrap().push(due.clone());
         Ok(())

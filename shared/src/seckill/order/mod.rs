@@ -377,17 +377,26 @@ pub struct PendingReservation {
     pub units: u32,
 }
 
+/// Why the Redis side of the reservations failed; the cause is for the log, never the client.
+#[derive(Debug, thiserror::Error)]
+#[error("the reservations in Redis failed")]
+pub struct ReservationsError(#[from] pub anyhow::Error);
+
 /// The Redis side of the reservations.
 #[async_trait]
 pub trait Reservations: Send + Sync {
     /// The orders are materialized: remove them from the `pending` worklist (idempotent).
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()>;
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError>;
     /// The order consumer takes one sale's orders over before materializing them, in one
     /// atomic step (`claim.lua`): returns those already released (their unit was given back;
     /// the order must be REJECTED), and removes every other one from `pending`, so that a
     /// release without a holder no longer gives its unit back. Idempotent: an order neither
     /// pending nor released is one this consumer claimed before.
-    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>>;
+    async fn claim(
+        &self,
+        sale_id: &str,
+        order_ids: &[String],
+    ) -> Result<HashSet<String>, ReservationsError>;
     /// Gives the order's units back at most once per order (the `released` set): without a
     /// `holder` only a reservation still pending (its entry says how many units); with the
     /// user who holds it and its quantity, also an order confirmed since. `true` when this
@@ -397,14 +406,18 @@ pub trait Reservations: Send + Sync {
         sale_id: &str,
         order_id: &str,
         holder: Option<&Holder>,
-    ) -> anyhow::Result<bool>;
-    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>>;
+    ) -> Result<bool, ReservationsError>;
+    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError>;
     /// The units left to reserve; `None` when the sale is not (or no longer) in Redis.
-    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>>;
+    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError>;
     /// Lowers the stock to at most `dynamo_stock_remaining` minus the pending reservations' units,
     /// atomically (`cap.lua`), never raising it; returns the units it took away (0 when the
     /// stock was within that ceiling or the sale is not in Redis).
-    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64>;
+    async fn cap_stock(
+        &self,
+        sale_id: &str,
+        dynamo_stock_remaining: i64,
+    ) -> Result<i64, ReservationsError>;
 }
 
 /// An order the admission script admitted, as Redis knows it (the sale's `orders` hash and
@@ -418,6 +431,11 @@ pub struct AdmittedOrder {
     pub released: bool,
 }
 
+/// Why an admitted order could not be read from Redis.
+#[derive(Debug, thiserror::Error)]
+#[error("the admitted orders could not be read")]
+pub struct PendingError(#[from] pub anyhow::Error);
+
 /// The orders admitted in Redis, for reading an order before it is materialized.
 #[async_trait]
 pub trait PendingOrders: Send + Sync {
@@ -427,7 +445,7 @@ pub trait PendingOrders: Send + Sync {
         &self,
         sale_id: &SaleId,
         order_id: &str,
-    ) -> anyhow::Result<Option<AdmittedOrder>>;
+    ) -> Result<Option<AdmittedOrder>, PendingError>;
 }
 
 /// An order as its owner reads it: from the commerce table once materialized, else `PENDING`
@@ -464,7 +482,8 @@ pub async fn find_order(
     let Ok(id) = OrderId::parse(order_id) else {
         return Ok(None);
     };
-    let admitted = pending.admitted(id.sale_id(), id.as_str()).await?;
+    let admitted = (pending.admitted(id.sale_id(), id.as_str()).await)
+        .map_err(|err| OrderStoreError::Failed(err.into()))?;
     Ok(match admitted {
         Some(admitted) if admitted.user_id == caller.as_str() && !admitted.released => {
             Some(OrderView::Pending(PendingOrder {
@@ -477,10 +496,15 @@ pub async fn find_order(
     })
 }
 
+/// Why a `PaymentDue` event could not be sent.
+#[derive(Debug, thiserror::Error)]
+#[error("the payment-due event could not be sent")]
+pub struct PaymentDueError(#[from] pub anyhow::Error);
+
 /// Where `PaymentDue` events go (a delay queue: they arrive when the payment window ends).
 #[async_trait]
 pub trait PaymentDueSink: Send + Sync {
-    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()>;
+    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError>;
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use crate::ids::SaleId;
 use crate::script::LuaScript;
 use crate::seckill::admission::{Admission, Holder};
 use crate::seckill::keys::SaleKeys;
-use crate::seckill::order::{AdmittedOrder, PendingOrders, PendingReservation, Reservations};
+use crate::seckill::order::{
+    AdmittedOrder, PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError,
+};
 use crate::seckill::sale::redis::RedisSales;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -23,7 +25,7 @@ const CAP: &str = include_str!("../lua/cap.lua");
 
 /// Why the reservations could not be set up at cold start.
 #[derive(Debug, thiserror::Error)]
-pub enum ReservationsError {
+pub enum ReservationsSetupError {
     #[error(transparent)]
     Redis(#[from] RedisSetupError),
     #[error("failed to load the Lua scripts")]
@@ -66,14 +68,14 @@ impl RedisReservations {
 
     /// Connects to the configured Redis ([`crate::cloud::redis_from_env`]) and loads the
     /// scripts: a cold start's work.
-    pub async fn from_env(env: &Env) -> Result<Self, ReservationsError> {
+    pub async fn from_env(env: &Env) -> Result<Self, ReservationsSetupError> {
         let connection = crate::cloud::redis_from_env(env).await?;
         let reservations = Self::new(connection);
         let [reserve, release] = reservations.sales.scripts();
         let scripts = [reserve, release, &reservations.claim, &reservations.cap];
         LuaScript::load_all(&scripts, &reservations.connection)
             .await
-            .map_err(ReservationsError::Scripts)?;
+            .map_err(ReservationsSetupError::Scripts)?;
         Ok(reservations)
     }
 }
@@ -102,7 +104,7 @@ fn parse_pending(order_id: String, entry: &str) -> Option<PendingReservation> {
 #[async_trait]
 impl Reservations for RedisReservations {
     #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<()> {
+    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError> {
         if order_ids.is_empty() {
             return Ok(());
         }
@@ -116,7 +118,11 @@ impl Reservations for RedisReservations {
     }
 
     #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
-    async fn claim(&self, sale_id: &str, order_ids: &[String]) -> anyhow::Result<HashSet<String>> {
+    async fn claim(
+        &self,
+        sale_id: &str,
+        order_ids: &[String],
+    ) -> Result<HashSet<String>, ReservationsError> {
         if order_ids.is_empty() {
             return Ok(HashSet::new());
         }
@@ -138,15 +144,16 @@ impl Reservations for RedisReservations {
         sale_id: &str,
         order_id: &str,
         holder: Option<&Holder>,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool, ReservationsError> {
         Ok(self
             .sales
             .release(&self::sale_id(sale_id)?, order_id, holder)
-            .await?)
+            .await
+            .map_err(anyhow::Error::from)?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn pending(&self, sale_id: &str) -> anyhow::Result<Vec<PendingReservation>> {
+    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
         let entries: HashMap<String, String> = connection
@@ -165,17 +172,22 @@ impl Reservations for RedisReservations {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn stock(&self, sale_id: &str) -> anyhow::Result<Option<i64>> {
+    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
         connection
             .get(&keys.stock)
             .await
             .context("failed to read the Redis stock")
+            .map_err(Into::into)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn cap_stock(&self, sale_id: &str, dynamo_stock_remaining: i64) -> anyhow::Result<i64> {
+    async fn cap_stock(
+        &self,
+        sale_id: &str,
+        dynamo_stock_remaining: i64,
+    ) -> Result<i64, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
         let script_keys = [keys.stock.as_str(), &keys.pending];
         self.cap
@@ -184,6 +196,7 @@ impl Reservations for RedisReservations {
             })
             .await
             .context("the cap script failed")
+            .map_err(Into::into)
     }
 }
 
@@ -194,7 +207,7 @@ impl PendingOrders for RedisReservations {
         &self,
         sale_id: &SaleId,
         order_id: &str,
-    ) -> anyhow::Result<Option<AdmittedOrder>> {
+    ) -> Result<Option<AdmittedOrder>, PendingError> {
         let keys = SaleKeys::new(sale_id.as_str());
         let mut connection = self.connection.clone();
         let (owner, released): (Option<String>, bool) = redis::pipe()

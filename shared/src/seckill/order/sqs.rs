@@ -3,7 +3,7 @@
 use crate::config::{ConfigError, Env};
 use crate::events::{Envelope, PAYMENT_DUE, PaymentDue};
 use crate::queue::Queue;
-use crate::seckill::order::PaymentDueSink;
+use crate::seckill::order::{PaymentDueError, PaymentDueSink};
 use anyhow::Context;
 use async_trait::async_trait;
 
@@ -28,7 +28,7 @@ impl SqsPaymentDueSink {
 #[async_trait]
 impl PaymentDueSink for SqsPaymentDueSink {
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn payment_due(&self, due: &PaymentDue) -> anyhow::Result<()> {
+    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError> {
         let envelope = Envelope {
             kind: PAYMENT_DUE.to_owned(),
             version: 1,

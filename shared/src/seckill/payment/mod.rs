@@ -62,13 +62,18 @@ pub struct PaymentSession {
     pub return_url: String,
 }
 
+/// Why the payment provider failed (unreachable, refusing); the cause is for the log.
+#[derive(Debug, thiserror::Error)]
+#[error("the payment provider failed")]
+pub struct ProviderError(#[from] pub anyhow::Error);
+
 /// The payment provider, as the order path needs it: a real one plugs in behind this trait
 /// without touching the domain.
 #[async_trait]
 pub trait PaymentProvider: Send + Sync {
     /// Opens the payment (or finds it again: the same `payment_id` is the same payment) and
     /// answers the URL of the provider's checkout page for the buyer.
-    async fn open(&self, session: &PaymentSession) -> anyhow::Result<String>;
+    async fn open(&self, session: &PaymentSession) -> Result<String, ProviderError>;
 
     /// Gives a payment back, once per [`crate::seckill::payment::refunds::RefundRequest::key`] (asking again with
     /// the same key answers the same refund, as providers' idempotency keys do); answers the
@@ -76,7 +81,7 @@ pub trait PaymentProvider: Send + Sync {
     async fn refund(
         &self,
         refund: &crate::seckill::payment::refunds::RefundRequest,
-    ) -> anyhow::Result<String>;
+    ) -> Result<String, ProviderError>;
 }
 
 /// What the provider says happened to a payment.

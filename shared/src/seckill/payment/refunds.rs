@@ -14,7 +14,7 @@ pub use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
 use crate::seckill::order::{OrderStore, OrderStoreError};
-use crate::seckill::payment::{Currency, PaymentProvider};
+use crate::seckill::payment::{Currency, PaymentProvider, ProviderError};
 
 /// What the provider is asked to give back.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub enum SettleRefundError {
     )]
     NoProvider,
     #[error("the payment provider failed")]
-    Provider(#[source] anyhow::Error),
+    Provider(#[source] ProviderError),
     #[error(transparent)]
     Store(#[from] OrderStoreError),
 }

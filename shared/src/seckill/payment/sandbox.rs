@@ -29,8 +29,8 @@ use crate::layout::escape;
 use crate::seckill::order::routes::store_error;
 use crate::seckill::order::{OrderStatus, OrderStore};
 use crate::seckill::payment::{
-    Currency, PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, SIGNATURE_HEADER,
-    WebhookSecret,
+    Currency, PaymentNotice, PaymentProvider, PaymentSession, PaymentStatus, ProviderError,
+    SIGNATURE_HEADER, WebhookSecret,
 };
 use async_trait::async_trait;
 use lambda_http::http::{HeaderValue, StatusCode, header};
@@ -61,7 +61,7 @@ fn encode(value: &str) -> String {
 
 #[async_trait]
 impl PaymentProvider for SandboxProvider {
-    async fn open(&self, session: &PaymentSession) -> anyhow::Result<String> {
+    async fn open(&self, session: &PaymentSession) -> Result<String, ProviderError> {
         Ok(format!(
             "{SANDBOX_PATH}/{}?orderId={}&amountCents={}&returnUrl={}",
             encode(&session.payment_id),
@@ -76,7 +76,7 @@ impl PaymentProvider for SandboxProvider {
     async fn refund(
         &self,
         refund: &crate::seckill::payment::refunds::RefundRequest,
-    ) -> anyhow::Result<String> {
+    ) -> Result<String, ProviderError> {
         Ok(format!("sandbox-{}", refund.key()))
     }
 }

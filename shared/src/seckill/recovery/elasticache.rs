@@ -1,7 +1,7 @@
 //! ElastiCache adapter of [`CacheControl`]: `DescribeReplicationGroups`, called only by the
 //! failover reconcile, never at a cold start.
 
-use crate::seckill::recovery::failover::{CacheControl, CacheGroup};
+use crate::seckill::recovery::failover::{CacheControl, CacheControlError, CacheGroup};
 use anyhow::Context;
 use async_trait::async_trait;
 
@@ -20,7 +20,7 @@ impl ElastiCacheControl {
 #[async_trait]
 impl CacheControl for ElastiCacheControl {
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn group(&self, id: &str) -> anyhow::Result<CacheGroup> {
+    async fn group(&self, id: &str) -> Result<CacheGroup, CacheControlError> {
         let output = self
             .client
             .describe_replication_groups()

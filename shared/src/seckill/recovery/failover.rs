@@ -94,10 +94,16 @@ pub struct CacheGroup {
     pub primary: Option<String>,
 }
 
+/// Why the cache's control plane could not be asked: the adapter's own message, which names
+/// the group it asked about.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct CacheControlError(#[from] pub anyhow::Error);
+
 /// The cache's control plane (ElastiCache).
 #[async_trait]
 pub trait CacheControl: Send + Sync {
-    async fn group(&self, id: &str) -> anyhow::Result<CacheGroup>;
+    async fn group(&self, id: &str) -> Result<CacheGroup, CacheControlError>;
 }
 
 /// What the recovery needs.
@@ -193,7 +199,7 @@ mod tests {
 
     #[async_trait]
     impl CacheControl for Control {
-        async fn group(&self, _id: &str) -> anyhow::Result<CacheGroup> {
+        async fn group(&self, _id: &str) -> Result<CacheGroup, CacheControlError> {
             *self.calls.lock().unwrap() += 1;
             Ok(CacheGroup {
                 status: self.status.to_owned(),
