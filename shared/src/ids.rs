@@ -96,7 +96,7 @@ impl fmt::Display for SaleId {
 /// order names its sale (whose Redis keys say who placed it while it is not materialized).
 /// A sale id is a hyphenated lowercase UUID (hex digits and `-`), so the `.` cannot occur in
 /// it; the whole (69 characters) is a [`valid_id`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OrderId {
     raw: String,
     sale_id: SaleId,

@@ -49,7 +49,7 @@
 //! own overhead, a floor that no real endpoint reaches.
 
 use anyhow::Context;
-use app::ids::UserId;
+use app::ids::{OrderId, SaleId, UserId};
 use app::seckill::keys::{
     ALL_SALES_PK, LIVE_SALES_PK, ORDER_SK, REFUNDS_DUE_PK, SALE_SK, all_sales_sk, live_sale_sk,
     order_pk, refund_pk, refund_sk, sale_pk, user_orders_pk, user_orders_sk,
@@ -136,6 +136,15 @@ fn hex32(seed: u64) -> String {
     format!("{:032x}", u128::from(seed) * 0x9e37_79b9_7f4a_7c15 + 1)
 }
 
+fn sale_id(raw: &str) -> SaleId {
+    SaleId::parse(raw).expect("a valid sale id")
+}
+
+/// The order of `sale` that `seed` names.
+fn order_id(sale: &SaleId, seed: u64) -> OrderId {
+    OrderId::parse(&format!("{sale}.{}", hex32(seed))).expect("a valid order id")
+}
+
 fn string_of<'a>(attributes: &'a Value, name: &str) -> Option<&'a str> {
     attributes.get(name)?.get("S")?.as_str()
 }
@@ -173,12 +182,12 @@ impl Stub {
         item
     }
 
-    fn sale(id: &str) -> Attributes {
+    fn sale(id: &SaleId) -> Attributes {
         let mut item = Map::new();
         item.insert("pk".into(), s(sale_pk(id)));
         item.insert("sk".into(), s(SALE_SK));
         item.insert("entity".into(), s("SALE"));
-        item.insert("saleId".into(), s(id));
+        item.insert("saleId".into(), s(id.as_str()));
         item.insert("productId".into(), s("p-bench"));
         item.insert("title".into(), s("Benchmark phone"));
         item.insert("priceCents".into(), n(19_900));
@@ -187,7 +196,7 @@ impl Stub {
         item.insert("perUserLimit".into(), n(100));
         item.insert("startsAt".into(), s(at(-3_600)));
         item.insert("endsAt".into(), s(at(86_400)));
-        let state = if id.starts_with(DRAFT_SALE_PREFIX) {
+        let state = if id.as_str().starts_with(DRAFT_SALE_PREFIX) {
             "DRAFT"
         } else {
             "PUBLISHED"
@@ -198,13 +207,13 @@ impl Stub {
     }
 
     /// A refund due of `payment_id` for `order_id`, recorded `offset_seconds` from now.
-    fn refund(payment_id: &str, order_id: &str, offset_seconds: i64) -> Attributes {
+    fn refund(payment_id: &str, order_id: &OrderId, offset_seconds: i64) -> Attributes {
         let recorded_at = at(offset_seconds);
         let mut item = Map::new();
         item.insert("pk".into(), s(refund_pk(payment_id)));
         item.insert("sk".into(), s(refund_sk(order_id)));
         item.insert("paymentId".into(), s(payment_id));
-        item.insert("orderId".into(), s(order_id));
+        item.insert("orderId".into(), s(order_id.as_str()));
         item.insert("userId".into(), s("bench-user"));
         item.insert("amountCents".into(), n(1_999));
         item.insert("currency".into(), s("EUR"));
@@ -218,7 +227,7 @@ impl Stub {
 
     /// The `index`-th sale of a list page: published, with both index keys.
     fn listed_sale(index: u64) -> Attributes {
-        let id = format!("0193a4b2-7c00-7000-8000-{index:012x}");
+        let id = sale_id(&format!("0193a4b2-7c00-7000-8000-{index:012x}"));
         let mut item = Self::sale(&id);
         let (starts_at, created_at) = (at(-3_600), at(-7_200 - index as i64));
         item.insert("gsi1pk".into(), s(LIVE_SALES_PK));
@@ -229,16 +238,12 @@ impl Stub {
         item
     }
 
-    fn order(order_id: &str, user: &str, created_at: &str) -> Attributes {
-        // `<saleId>.<uuid>` names its sale; any other id gets the listed sale.
-        let sale_id = order_id
-            .split_once('.')
-            .map_or(LISTED_SALE, |(sale, _)| sale);
+    fn order(order_id: &OrderId, user: &str, created_at: &str) -> Attributes {
         let mut item = Map::new();
         item.insert("pk".into(), s(order_pk(order_id)));
         item.insert("sk".into(), s(ORDER_SK));
-        item.insert("orderId".into(), s(order_id));
-        item.insert("saleId".into(), s(sale_id));
+        item.insert("orderId".into(), s(order_id.as_str()));
+        item.insert("saleId".into(), s(order_id.sale_id().as_str()));
         item.insert("userId".into(), s(user));
         item.insert("priceCents".into(), n(19_900));
         item.insert("status".into(), s("CONFIRMED"));
@@ -287,17 +292,24 @@ impl Stub {
                 }
             };
         }
-        if pk == sale_pk(id) && sk == SALE_SK {
-            return Some(Self::sale(id));
+        if let Ok(sale) = SaleId::parse(id)
+            && pk == sale_pk(&sale)
+            && sk == SALE_SK
+        {
+            return Some(Self::sale(&sale));
         }
         if pk == refund_pk(id)
             && let Some(order_id) = sk.strip_prefix("ORDER#")
-            && sk == refund_sk(order_id)
+            && let Ok(order_id) = OrderId::parse(order_id)
+            && sk == refund_sk(&order_id)
         {
-            return Some(Self::refund(id, order_id, -600));
+            return Some(Self::refund(id, &order_id, -600));
         }
-        if pk == order_pk(id) && sk == ORDER_SK {
-            return Some(Self::order(id, &self.order_owner, &at(-30)));
+        if let Ok(order_id) = OrderId::parse(id)
+            && pk == order_pk(&order_id)
+            && sk == ORDER_SK
+        {
+            return Some(Self::order(&order_id, &self.order_owner, &at(-30)));
         }
         None
     }
@@ -324,22 +336,22 @@ impl Stub {
         if partition == REFUNDS_DUE_PK {
             let items: Vec<Attributes> = (0..size as u64)
                 .map(|i| {
-                    let order_id = format!("{LISTED_SALE}.{}", hex32(i));
+                    let order_id = order_id(&sale_id(LISTED_SALE), i);
                     Self::refund(&format!("pay-{i}"), &order_id, -3_600 + i as i64)
                 })
                 .collect();
             return json!({ "Items": items, "Count": items.len(), "ScannedCount": items.len() });
         }
-        if let Some((sale_id, _shard)) = partition
+        if let Some((sale, _shard)) = partition
             .strip_prefix("SALE#")
             .and_then(|rest| rest.split_once("#ORDERS#"))
+            .and_then(|(sale, shard)| Some((SaleId::parse(sale).ok()?, shard)))
         {
             // One of a sale's order index partitions: a page of its orders in every status.
             let statuses = ["CONFIRMED", "PAID", "COD", "CANCELLED", "REJECTED"];
             let items: Vec<Attributes> = (0..size as u64)
                 .map(|i| {
-                    let order_id = format!("{sale_id}.{}", hex32(i));
-                    let mut item = Self::order(&order_id, "bench-user", &at(-60));
+                    let mut item = Self::order(&order_id(&sale, i), "bench-user", &at(-60));
                     item.insert("status".into(), s(statuses[i as usize % statuses.len()]));
                     item.insert("quantity".into(), n(1));
                     item
@@ -367,7 +379,7 @@ impl Stub {
                             Some(Self::notification(&user, i))
                         } else if partition == user_orders_pk(user.as_str()) {
                             Some(Self::order(
-                                &format!("{LISTED_SALE}.{}", hex32(i)),
+                                &order_id(&sale_id(LISTED_SALE), i),
                                 user.as_str(),
                                 &followed_at,
                             ))

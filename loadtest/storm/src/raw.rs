@@ -8,7 +8,7 @@ use crate::scenario::{bounds, rfc3339};
 use crate::user_name;
 use anyhow::Context;
 use app::clock::epoch_ms;
-use app::ids::UserId;
+use app::ids::{OrderId, UserId};
 use app::seckill::admission::checkout::Checkout;
 use app::seckill::admission::{Admission, Reservation, Verdict};
 use app::seckill::sale::redis::RedisSales;
@@ -48,7 +48,7 @@ impl Worker for Reserver {
 
     fn prepare(&mut self, index: u64) -> Option<Reservation> {
         Some(Reservation {
-            order_id: format!("{}.{}", self.sale_id, uuid::Uuid::now_v7().simple()),
+            order_id: OrderId::generate(&self.sale_id),
             sale_id: self.sale_id.clone(),
             user_id: self.users[(index % self.users.len() as u64) as usize].clone(),
             checkout: Checkout::default(),

@@ -45,6 +45,8 @@
 //! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
+use crate::ids::{OrderId, SaleId};
+
 /// The Redis keys of one sale.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SaleKeys {
@@ -57,7 +59,7 @@ pub struct SaleKeys {
 }
 
 impl SaleKeys {
-    pub fn new(sale_id: &str) -> Self {
+    pub fn new(sale_id: &SaleId) -> Self {
         let tag = format!("sale:{{{sale_id}}}");
         Self {
             info: format!("{tag}:info"),
@@ -85,7 +87,7 @@ pub fn order_key_key(user_id: &str, key: &str) -> String {
 pub const SALE_SK: &str = "SALE";
 pub const ORDER_SK: &str = "ORDER";
 
-pub fn sale_pk(sale_id: &str) -> String {
+pub fn sale_pk(sale_id: &SaleId) -> String {
     format!("SALE#{sale_id}")
 }
 
@@ -93,7 +95,7 @@ pub fn sale_pk(sale_id: &str) -> String {
 pub const LIVE_SALES_PK: &str = "SALES#LIVE";
 
 /// A live sale's gsi1 sort key: soonest start first.
-pub fn live_sale_sk(starts_at: &str, sale_id: &str) -> String {
+pub fn live_sale_sk(starts_at: &str, sale_id: &SaleId) -> String {
     format!("{starts_at}#{sale_id}")
 }
 
@@ -101,18 +103,18 @@ pub fn live_sale_sk(starts_at: &str, sale_id: &str) -> String {
 pub const ALL_SALES_PK: &str = "SALES";
 
 /// A sale's gsi2 sort key: newest first when read backwards.
-pub fn all_sales_sk(created_at: &str, sale_id: &str) -> String {
+pub fn all_sales_sk(created_at: &str, sale_id: &SaleId) -> String {
     format!("{created_at}#{sale_id}")
 }
 
 pub const BUYER_SK: &str = "BUYER";
 
 /// The partition key of what `user_id` holds of the sale.
-pub fn buyer_pk(sale_id: &str, user_id: &str) -> String {
+pub fn buyer_pk(sale_id: &SaleId, user_id: &str) -> String {
     format!("SALE#{sale_id}#BUYER#{user_id}")
 }
 
-pub fn order_pk(order_id: &str) -> String {
+pub fn order_pk(order_id: &OrderId) -> String {
     format!("ORDER#{order_id}")
 }
 
@@ -129,7 +131,7 @@ pub fn refund_pk(payment_id: &str) -> String {
 
 /// A refund's sort key: the order the notice named, so that each (payment, order) pair is
 /// recorded once and one pair never blocks or overwrites another.
-pub fn refund_sk(order_id: &str) -> String {
+pub fn refund_sk(order_id: &OrderId) -> String {
     format!("ORDER#{order_id}")
 }
 
@@ -138,18 +140,18 @@ pub const SALE_ORDER_SHARDS: u8 = 8;
 
 /// The gsi3 partition of `order_id` among its sale's: a stable hash of the id (its SHA-256's
 /// first byte), so that a redelivered order lands in the same one.
-pub fn order_shard(order_id: &str) -> u8 {
+pub fn order_shard(order_id: &OrderId) -> u8 {
     use sha2::Digest;
-    sha2::Sha256::digest(order_id.as_bytes())[0] % SALE_ORDER_SHARDS
+    sha2::Sha256::digest(order_id.as_str().as_bytes())[0] % SALE_ORDER_SHARDS
 }
 
 /// The gsi3 partition key of one shard of a sale's orders.
-pub fn sale_orders_pk(sale_id: &str, shard: u8) -> String {
+pub fn sale_orders_pk(sale_id: &SaleId, shard: u8) -> String {
     format!("SALE#{sale_id}#ORDERS#{shard}")
 }
 
 /// An order's gsi3 sort key: its sale's orders oldest first.
-pub fn sale_orders_sk(created_at: &str, order_id: &str) -> String {
+pub fn sale_orders_sk(created_at: &str, order_id: &OrderId) -> String {
     format!("{created_at}#{order_id}")
 }
 
@@ -157,7 +159,7 @@ pub fn user_orders_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
 }
 
-pub fn user_orders_sk(created_at: &str, order_id: &str) -> String {
+pub fn user_orders_sk(created_at: &str, order_id: &OrderId) -> String {
     format!("{created_at}#{order_id}")
 }
 
@@ -165,9 +167,11 @@ pub fn user_orders_sk(created_at: &str, order_id: &str) -> String {
 mod tests {
     use super::*;
 
+    const S1: &str = "0190f0e2-1c2b-7a00-8000-000000000001";
+
     #[test]
     fn every_key_of_a_sale_shares_its_hash_tag() {
-        let keys = SaleKeys::new("s1");
+        let keys = SaleKeys::new(&SaleId::parse(S1).unwrap());
         for key in [
             &keys.info,
             &keys.stock,
@@ -176,19 +180,22 @@ mod tests {
             &keys.released,
             &keys.orders,
         ] {
-            assert!(key.starts_with("sale:{s1}:"), "{key}");
+            assert!(key.starts_with(&format!("sale:{{{S1}}}:")), "{key}");
         }
     }
 
     #[test]
     fn an_order_keeps_its_shard_and_a_sales_orders_spread_over_every_shard() {
-        assert_eq!(order_shard("s.o1"), order_shard("s.o1"));
+        let sale = SaleId::parse(S1).unwrap();
+        let order = OrderId::generate(&sale);
+        assert_eq!(order_shard(&order), order_shard(&order.clone()));
         let mut seen = [0u32; SALE_ORDER_SHARDS as usize];
         for i in 0..800 {
-            seen[usize::from(order_shard(&format!("s.{i:032x}")))] += 1;
+            let order = OrderId::parse(&format!("{S1}.{i:032x}")).unwrap();
+            seen[usize::from(order_shard(&order))] += 1;
         }
         assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
-        assert_eq!(sale_orders_pk("s", 3), "SALE#s#ORDERS#3");
+        assert_eq!(sale_orders_pk(&sale, 3), format!("SALE#{S1}#ORDERS#3"));
     }
 
     #[test]

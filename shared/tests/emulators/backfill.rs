@@ -6,7 +6,7 @@
 use crate::support::{clients, create_commerce_table};
 use app::cursor::PageLimit;
 use app::dynamo::{key, n, s};
-use app::ids::SaleId;
+use app::ids::{OrderId, SaleId};
 use app::seckill::keys::{ORDER_SK, SALE_SK, order_pk, sale_pk, user_orders_pk, user_orders_sk};
 use app::seckill::office::SaleOffice;
 use app::seckill::office::figures::SaleLedger;
@@ -64,7 +64,7 @@ async fn items_written_before_their_index_get_its_keys_once_a_page_at_a_time() {
             .dynamodb
             .update_item()
             .table_name(&name)
-            .set_key(Some(key(sale_pk(id.as_str()), SALE_SK)))
+            .set_key(Some(key(sale_pk(id), SALE_SK)))
             .update_expression(if id == &retired {
                 "REMOVE gsi1pk, gsi1sk, gsi2pk, gsi2sk SET retiredAt = :t"
             } else {
@@ -77,12 +77,12 @@ async fn items_written_before_their_index_get_its_keys_once_a_page_at_a_time() {
     }
     // Three paid orders of the live sale, without the per-sale keys.
     for i in 0..3 {
-        let order_id = format!("{live}.{}", uuid::Uuid::now_v7().simple());
+        let order_id = OrderId::generate(&live);
         let created_at = app::clock::format(now + time::Duration::seconds(i));
         let user = format!("buyer-{i}");
         let mut item = key(order_pk(&order_id), ORDER_SK);
         for (name, value) in [
-            ("orderId", s(&order_id)),
+            ("orderId", s(order_id.as_str())),
             ("saleId", s(live.as_str())),
             ("userId", s(&user)),
             ("priceCents", n(1_999u64)),

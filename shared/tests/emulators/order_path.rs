@@ -35,7 +35,7 @@ use std::time::Duration;
 struct World {
     clients: Clients,
     table: String,
-    sale: String,
+    sale: SaleId,
     redis: ConnectionManager,
     store: DynamoOrderStore,
     reservations: RedisReservations,
@@ -54,7 +54,7 @@ impl World {
         let clients = clients().await;
         // The commerce table has the same key layout (its gsi1 is the orders index).
         let table = create_social_table(&clients).await;
-        let sale = SaleId::generate().as_str().to_owned();
+        let sale = SaleId::generate();
         let mut item = key(sale_pk(&sale), SALE_SK);
         item.insert("state".to_owned(), s("PUBLISHED"));
         // On the live index, as publishing puts it, ending in an hour.
@@ -103,6 +103,36 @@ impl World {
         .unwrap()
     }
 
+    /// The order id a test names `name`: `name` itself when it is an order id, else an id of
+    /// the sale whose UUID part spells `name` ([`Self::name`] reads it back).
+    fn id(&self, name: &str) -> String {
+        if OrderId::parse(name).is_ok() {
+            return name.to_owned();
+        }
+        assert!(name.len() <= 16, "{name}");
+        let spelled: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("{}.{spelled:0<32}", self.sale)
+    }
+
+    fn oid(&self, name: &str) -> OrderId {
+        OrderId::parse(&self.id(name)).unwrap()
+    }
+
+    /// The name [`Self::id`] spelled into `id`, else `id` itself.
+    fn name(&self, id: &str) -> String {
+        let spelled = id
+            .strip_prefix(&format!("{}.", self.sale))
+            .map(|rest| {
+                let bytes: Vec<u8> = (0..rest.len() / 2)
+                    .map(|i| u8::from_str_radix(&rest[2 * i..2 * i + 2], 16).unwrap())
+                    .take_while(|b| *b != 0)
+                    .collect();
+                String::from_utf8(bytes).unwrap_or_default()
+            })
+            .filter(|name| self.id(name) == id);
+        spelled.unwrap_or_else(|| id.to_owned())
+    }
+
     fn deps(&self) -> OrderDeps<'_> {
         OrderDeps {
             store: &self.store,
@@ -134,9 +164,9 @@ impl World {
             .ignore()
             .hincr(&keys.bought, user, units)
             .ignore()
-            .hset(&keys.pending, order, entry)
+            .hset(&keys.pending, self.id(order), entry)
             .ignore()
-            .hset(&keys.orders, order, user)
+            .hset(&keys.orders, self.id(order), user)
             .ignore()
             .query_async(&mut redis)
             .await
@@ -160,7 +190,7 @@ impl World {
     fn placed(&self, order: &str, user: &str) -> String {
         serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
             "occurredAt": "2026-11-30T18:00:00Z",
-            "payload": {"orderId": order, "saleId": self.sale, "userId": user,
+            "payload": {"orderId": self.id(order), "saleId": self.sale, "userId": user,
                         "priceCents": 990, "reservedAtMs": 1_796_060_000_000_i64}})
         .to_string()
     }
@@ -201,10 +231,11 @@ impl World {
 
     async fn released(&self) -> Vec<String> {
         let mut redis = self.redis.clone();
-        let mut released: Vec<String> = redis
+        let released: Vec<String> = redis
             .smembers(SaleKeys::new(&self.sale).released)
             .await
             .unwrap();
+        let mut released: Vec<String> = released.iter().map(|id| self.name(id)).collect();
         released.sort();
         released
     }
@@ -215,7 +246,10 @@ impl World {
     }
 
     async fn status(&self, order: &str) -> String {
-        let item = self.item(&order_pk(order), ORDER_SK).await.unwrap();
+        let item = self
+            .item(&order_pk(&self.oid(order)), ORDER_SK)
+            .await
+            .unwrap();
         get_s(&item, "status").unwrap().to_owned()
     }
 
@@ -275,7 +309,7 @@ impl World {
             .await
             .iter()
             .map(|m| serde_json::from_str::<serde_json::Value>(&m.body).unwrap())
-            .map(|v| v["payload"]["orderId"].as_str().unwrap().to_owned())
+            .map(|v| self.name(v["payload"]["orderId"].as_str().unwrap()))
             .collect();
         orders.sort();
         orders.dedup();
@@ -329,7 +363,7 @@ async fn a_batch_applied_twice_yields_one_order_and_one_decrement() {
         .await
         .unwrap();
     assert_eq!(page.items.len(), 1);
-    assert_eq!(page.items[0].order_id, "o1");
+    assert_eq!(page.items[0].order_id, world.oid("o1"));
 }
 
 #[tokio::test]
@@ -356,14 +390,14 @@ async fn a_full_batch_of_orders_of_distinct_buyers_commits_within_dynamodbs_tran
 #[tokio::test]
 async fn an_order_reads_as_pending_to_its_owner_then_as_materialized() {
     let world = World::new(10, 10).await;
-    let order = OrderId::generate(&SaleId::parse(&world.sale).unwrap()).to_string();
+    let order = OrderId::generate(&world.sale).to_string();
     world.reserve(&order, "alice", 0).await;
     let alice = UserId::parse("alice").unwrap();
     let bob = UserId::parse("bob").unwrap();
     let read = |user: &UserId| {
         let (world, user, order) = (&world, user.clone(), order.clone());
         async move {
-            find_order(&world.store, &world.reservations, &user, &order)
+            find_order(&world.store, &world.reservations, &user, &world.oid(&order))
                 .await
                 .unwrap()
         }
@@ -384,7 +418,7 @@ async fn an_order_reads_as_pending_to_its_owner_then_as_materialized() {
     match read(&alice).await {
         Some(OrderView::Materialized(stored)) => {
             assert_eq!(stored.status, OrderStatus::Confirmed);
-            assert_eq!(stored.order_id, order);
+            assert_eq!(stored.order_id.as_str(), order);
         }
         other => panic!("{other:?}"),
     }
@@ -424,31 +458,62 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     let bob = UserId::parse("bob").unwrap();
     let at = "2026-11-30T18:00:00.000000Z";
     // bob opens a payment, once (asking again answers the same one; carol cannot open his).
-    let opened = world.store.open_payment("o2", &bob, "pay-1").await.unwrap();
+    let opened = world
+        .store
+        .open_payment(&world.oid("o2"), &bob, "pay-1")
+        .await
+        .unwrap();
     assert_eq!(opened.as_deref(), Some("pay-1"));
-    let again = world.store.open_payment("o2", &bob, "pay-2").await.unwrap();
+    let again = world
+        .store
+        .open_payment(&world.oid("o2"), &bob, "pay-2")
+        .await
+        .unwrap();
     assert_eq!(again.as_deref(), Some("pay-1"));
     let carol = UserId::parse("carol").unwrap();
     assert_eq!(
         world
             .store
-            .open_payment("o2", &carol, "pay-3")
+            .open_payment(&world.oid("o2"), &carol, "pay-3")
             .await
             .unwrap(),
         None
     );
     // Only that payment pays it, once: the condition refuses another and a repeat.
-    assert!(!world.store.settle_online("o2", "pay-2", at).await.unwrap());
-    let pay = || world.store.settle_online("o2", "pay-1", at);
+    assert!(
+        !world
+            .store
+            .settle_online(&world.oid("o2"), "pay-2", at)
+            .await
+            .unwrap()
+    );
+    let o2 = world.oid("o2");
+    let pay = || world.store.settle_online(&o2, "pay-1", at);
     assert!(pay().await.unwrap());
     assert!(!pay().await.unwrap());
     assert_eq!(
-        world.store.open_payment("o2", &bob, "pay-4").await.unwrap(),
+        world
+            .store
+            .open_payment(&world.oid("o2"), &bob, "pay-4")
+            .await
+            .unwrap(),
         None
     );
     // Cash on delivery keeps the order too, and its window no longer cancels it.
-    assert!(world.store.keep_for_delivery("o3", &carol).await.unwrap());
-    assert!(!world.store.keep_for_delivery("o3", &carol).await.unwrap());
+    assert!(
+        world
+            .store
+            .keep_for_delivery(&world.oid("o3"), &carol)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !world
+            .store
+            .keep_for_delivery(&world.oid("o3"), &carol)
+            .await
+            .unwrap()
+    );
     let due = world.take_payment_due().await;
     assert_eq!(due.len(), 3);
     for _ in 0..2 {
@@ -457,7 +522,7 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
     world
         .assert_statuses(&[("o1", "CANCELLED"), ("o2", "PAID"), ("o3", "COD")])
         .await;
-    let paid = world.store.order("o2").await.unwrap().unwrap();
+    let paid = world.store.order(&world.oid("o2")).await.unwrap().unwrap();
     assert_eq!(
         (
             paid.payment_method,
@@ -466,7 +531,7 @@ async fn a_payment_timeout_cancels_once_and_the_unit_returns_to_both_stores_once
         ),
         (Some(PaymentMethod::Online), Some("pay-1"), Some(at))
     );
-    let kept = world.store.order("o3").await.unwrap().unwrap();
+    let kept = world.store.order(&world.oid("o3")).await.unwrap().unwrap();
     assert_eq!(
         (kept.payment_method, kept.paid_at),
         (Some(PaymentMethod::Cod), None)
@@ -530,7 +595,7 @@ async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises
     assert!(
         units
             .reservations
-            .release(&units.sale, "three", None)
+            .release(&units.sale, &units.oid("three"), None)
             .await
             .unwrap()
     );
@@ -548,7 +613,7 @@ async fn reconciliation_caps_a_redis_stock_that_lost_admissions_and_never_raises
     // A sale Redis does not hold is left alone.
     assert_eq!(
         low.reservations
-            .cap_stock(SaleId::generate().as_str(), 5)
+            .cap_stock(&SaleId::generate(), 5)
             .await
             .unwrap(),
         0
@@ -565,7 +630,7 @@ async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_no
     world.reserve("ok", "carol", 100_000).await;
     let released = world
         .reservations
-        .claim(&world.sale, &["inflight".to_owned()])
+        .claim(&world.sale, &[world.oid("inflight")])
         .await
         .unwrap();
     assert!(released.is_empty());
@@ -606,7 +671,9 @@ async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
     let alice = UserId::parse("alice").unwrap();
     let limit = PageLimit::parse(Some("2")).unwrap();
     let first = world.store.orders_of(&alice, limit, None).await.unwrap();
-    let ids: Vec<&str> = first.items.iter().map(|o| o.order_id.as_str()).collect();
+    let ids: Vec<String> = (first.items.iter())
+        .map(|o| world.name(o.order_id.as_str()))
+        .collect();
     assert_eq!(ids, ["o3", "o2"]);
     let cursor = first.next.expect("a second page");
     let second = world
@@ -614,7 +681,7 @@ async fn a_users_orders_page_newest_first_and_a_foreign_cursor_is_refused() {
         .orders_of(&alice, limit, Some(&cursor))
         .await
         .unwrap();
-    assert_eq!(second.items[0].order_id, "o1");
+    assert_eq!(second.items[0].order_id, world.oid("o1"));
     assert_eq!(second.items.len(), 1);
 
     let bob = UserId::parse("bob").unwrap();
@@ -692,7 +759,7 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
     let world = World::new(5, 5).await;
     let refund = Refund {
         payment_id: "pay-late".to_owned(),
-        order_id: "o1".to_owned(),
+        order_id: world.oid("o1"),
         user_id: "alice".to_owned(),
         amount_cents: 990,
         currency: Currency::shop(),
@@ -704,21 +771,27 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
     // The same payment named with another order is its own refund: it does not overwrite
     // the first, and the first did not block it.
     let misnamed = Refund {
-        order_id: "o2".to_owned(),
+        order_id: world.oid("o2"),
         user_id: "bob".to_owned(),
         amount_cents: 1,
         reason: RefundReason::UnknownPayment,
         ..refund.clone()
     };
     assert!(world.store.record_refund(&misnamed).await.unwrap());
-    let item = world.item("REFUND#pay-late", "ORDER#o1").await.unwrap();
+    let item = world
+        .item("REFUND#pay-late", &format!("ORDER#{}", world.id("o1")))
+        .await
+        .unwrap();
     assert_eq!(item["reason"].as_s().unwrap(), "ORDER_CANCELLED");
     assert_eq!(item["userId"].as_s().unwrap(), "alice");
     assert_eq!(item["amountCents"].as_n().unwrap(), "990");
     assert_eq!(item["currency"].as_s().unwrap(), "EUR");
     assert_eq!(item["state"].as_s().unwrap(), "DUE");
     assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#DUE");
-    let other = world.item("REFUND#pay-late", "ORDER#o2").await.unwrap();
+    let other = world
+        .item("REFUND#pay-late", &format!("ORDER#{}", world.id("o2")))
+        .await
+        .unwrap();
     assert_eq!(other["userId"].as_s().unwrap(), "bob");
 }
 
@@ -730,7 +803,7 @@ async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
     world.place("o2", "bob").await;
     let refund = |payment: &str, order: &str, user: &str, at: &str| Refund {
         payment_id: payment.to_owned(),
-        order_id: order.to_owned(),
+        order_id: world.oid(order),
         user_id: user.to_owned(),
         amount_cents: 990,
         currency: Currency::shop(),
@@ -753,21 +826,31 @@ async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
         .await
         .unwrap();
     assert_eq!(second.items[0].payment_id, "pay-b");
-    let order = world.store.order("o1").await.unwrap().unwrap();
+    let order = world.store.order(&world.oid("o1")).await.unwrap().unwrap();
     assert_eq!(order.refunds.len(), 1);
     assert_eq!(
         (order.refunds[0].payment_id.as_str(), order.refunds[0].state),
         ("pay-b", RefundState::Due)
     );
 
-    let due = world.store.refund("pay-b", "o1").await.unwrap().unwrap();
+    let due = world
+        .store
+        .refund("pay-b", &world.oid("o1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(world.store.mark_refunded(&due, "rf-1", "t1").await.unwrap());
     assert!(!world.store.mark_refunded(&due, "rf-2", "t2").await.unwrap());
-    let settled = world.store.refund("pay-b", "o1").await.unwrap().unwrap();
+    let settled = world
+        .store
+        .refund("pay-b", &world.oid("o1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(settled.state, RefundState::Refunded);
     assert_eq!(settled.provider_refund_id.as_deref(), Some("rf-1"));
     assert_eq!(settled.refunded_at.as_deref(), Some("t1"));
-    let order = world.store.order("o1").await.unwrap().unwrap();
+    let order = world.store.order(&world.oid("o1")).await.unwrap().unwrap();
     assert_eq!(order.refunds[0].state, RefundState::Refunded);
     assert_eq!(order.refunds[0].refunded_at.as_deref(), Some("t1"));
     let all = PageLimit::parse(None).unwrap();
@@ -776,6 +859,9 @@ async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
         .map(|r| r.payment_id)
         .collect();
     assert_eq!(still, ["pay-a"]);
-    let item = world.item("REFUND#pay-b", "ORDER#o1").await.unwrap();
+    let item = world
+        .item("REFUND#pay-b", &format!("ORDER#{}", world.id("o1")))
+        .await
+        .unwrap();
     assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#REFUNDED");
 }

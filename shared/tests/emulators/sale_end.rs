@@ -79,7 +79,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
             tokio::time::sleep(std::time::Duration::from_millis(i as u64)).await;
             let after_end = ended.load(Ordering::SeqCst);
             let reservation = Reservation {
-                order_id: OrderId::generate(&sale_id).to_string(),
+                order_id: OrderId::generate(&sale_id),
                 sale_id,
                 user_id: UserId::parse(&user).unwrap(),
                 checkout: Checkout::default(),
@@ -121,7 +121,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
     let admitted_units = admitted.len() as i64;
     assert!(admitted_units <= STOCK);
     assert_eq!(
-        reservations.stock(draft.id.as_str()).await.unwrap(),
+        reservations.stock(&draft.id).await.unwrap(),
         Some(STOCK - admitted_units),
         "Redis: every unit is either admitted or still there"
     );
@@ -150,17 +150,11 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         assert_eq!(order.status, OrderStatus::Confirmed);
     }
     assert_eq!(
-        orders.stock_remaining(draft.id.as_str()).await.unwrap(),
+        orders.stock_remaining(&draft.id).await.unwrap(),
         Some(STOCK - admitted_units),
         "DynamoDB: the confirmed orders took exactly the admitted units"
     );
-    assert!(
-        reservations
-            .pending(draft.id.as_str())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(reservations.pending(&draft.id).await.unwrap().is_empty());
 
     // The listing and the detail agree: ENDED, at the moment it was ended.
     assert_eq!(ended_sale.state, Lifecycle::Ended);
@@ -180,7 +174,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
             .is_err()
     );
     let late = Reservation {
-        order_id: OrderId::generate(&draft.id).to_string(),
+        order_id: OrderId::generate(&draft.id),
         sale_id: draft.id.clone(),
         user_id: UserId::parse(&unique("late")).unwrap(),
         checkout: Checkout::default(),

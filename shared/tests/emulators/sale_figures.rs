@@ -11,7 +11,7 @@ use app::seckill::office::figures::{SaleLedger, Tally, sale_figures};
 use app::seckill::order::consumer::{self, OrderDeps};
 use app::seckill::order::dynamo::DynamoOrderStore;
 use app::seckill::order::redis::RedisReservations;
-use app::seckill::order::{OrderStore, PaymentDueSink};
+use app::seckill::order::{HeldOrder, OrderStore, PaymentDueSink};
 use app::seckill::payment::{Currency, Refund, RefundReason};
 use app::seckill::sale::dynamo::DynamoSaleStore;
 use app::seckill::sale::{Lifecycle, NewSale, Sale, SaleStore};
@@ -25,7 +25,7 @@ struct NoPayments;
 impl PaymentDueSink for NoPayments {
     async fn payment_due(
         &self,
-        _due: &app::events::PaymentDue,
+        _due: &app::seckill::order::DueOrder,
     ) -> Result<(), app::seckill::order::PaymentDueError> {
         Ok(())
     }
@@ -34,7 +34,7 @@ impl PaymentDueSink for NoPayments {
 /// What the admission script does for one order (`reserve.lua`): the unit taken from the
 /// stock, the reservation pending.
 async fn reserve(redis: &ConnectionManager, sale: &SaleId, order: &str, user: &str, units: i64) {
-    let keys = SaleKeys::new(sale.as_str());
+    let keys = SaleKeys::new(sale);
     let mut redis = redis.clone();
     let _: () = redis::pipe()
         .atomic()
@@ -91,7 +91,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         assert_eq!(published.unwrap().state, Lifecycle::Published);
     }
     let mut connection = redis.clone();
-    let _: () = redis::AsyncCommands::set(&mut connection, SaleKeys::new(sale.as_str()).stock, 10)
+    let _: () = redis::AsyncCommands::set(&mut connection, SaleKeys::new(&sale).stock, 10)
         .await
         .unwrap();
 
@@ -101,7 +101,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         payments: &NoPayments,
     };
     // Six orders of 8 units, which land in several of the index's partitions.
-    let buyers: Vec<(String, String, u32, &str)> = [
+    let buyers: Vec<(OrderId, String, u32, &str)> = [
         ("ann", 2, "ONLINE"),
         ("bob", 1, "COD"),
         ("cid", 1, "ONLINE"),
@@ -111,27 +111,30 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
     ]
     .into_iter()
     .map(|(user, units, method)| {
-        let order = OrderId::generate(&sale).to_string();
+        let order = OrderId::generate(&sale);
         (order, user.to_owned(), units, method)
     })
     .collect();
     let mut bodies = Vec::new();
     for (order, user, units, method) in &buyers {
-        reserve(&redis, &sale, order, user, i64::from(*units)).await;
-        bodies.push(placed(&sale, order, user, *units, method));
+        reserve(&redis, &sale, order.as_str(), user, i64::from(*units)).await;
+        bodies.push(placed(&sale, order.as_str(), user, *units, method));
     }
     let failed = consumer::handle_batch(deps, batch(&bodies)).await;
     assert!(failed.is_empty(), "{failed:?}");
     // 8 units taken by 6 orders; gus finds DynamoDB's stock exhausted: rejected.
-    let rejected = OrderId::generate(&sale).to_string();
-    reserve(&redis, &sale, &rejected, "gus", 1).await;
+    let rejected = OrderId::generate(&sale);
+    reserve(&redis, &sale, rejected.as_str(), "gus", 1).await;
     let deps = OrderDeps {
         store: &store,
         reservations: &reservations,
         payments: &NoPayments,
     };
-    let failed =
-        consumer::handle_batch(deps, batch(&[placed(&sale, &rejected, "gus", 1, "ONLINE")])).await;
+    let failed = consumer::handle_batch(
+        deps,
+        batch(&[placed(&sale, rejected.as_str(), "gus", 1, "ONLINE")]),
+    )
+    .await;
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(
         store
@@ -164,18 +167,21 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
     };
     store
         .cancel_orders(
-            sale.as_str(),
+            &sale,
             &[Unit {
-                marker: dan.clone(),
+                marker: dan.to_string(),
                 messages: Vec::new(),
-                payload: holder,
+                payload: HeldOrder {
+                    order_id: dan.clone(),
+                    holder,
+                },
             }],
         )
         .await
         .unwrap();
-    let refund = |payment: &str, order: &str| Refund {
+    let refund = |payment: &str, order: &OrderId| Refund {
         payment_id: payment.to_owned(),
-        order_id: order.to_owned(),
+        order_id: order.clone(),
         user_id: "dan".to_owned(),
         amount_cents: 3_998,
         currency: Currency::shop(),
@@ -183,7 +189,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         recorded_at: "2026-12-01T10:02:00Z".to_owned(),
     };
     assert!(store.record_refund(&refund("pay-dan", dan)).await.unwrap());
-    let foreign = OrderId::generate(&other).to_string();
+    let foreign = OrderId::generate(&other);
     assert!(
         store
             .record_refund(&refund("pay-x", &foreign))
@@ -191,8 +197,8 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
             .unwrap()
     );
     // And one reservation admitted but not yet materialized.
-    let pending = OrderId::generate(&sale).to_string();
-    reserve(&redis, &sale, &pending, "hal", 1).await;
+    let pending = OrderId::generate(&sale);
+    reserve(&redis, &sale, pending.as_str(), "hal", 1).await;
 
     let figures = sale_figures(&sales, &store, &reservations, &sale)
         .await

@@ -4,7 +4,7 @@
 
 use crate::support::{clients, create_social_table, redis};
 use app::dynamo::{key, s};
-use app::ids::SaleId;
+use app::ids::{OrderId, SaleId};
 use app::seckill::keys::{BUYER_SK, ORDER_SK, buyer_pk, order_pk};
 use app::seckill::order::OrderStore;
 use app::seckill::order::dynamo::DynamoOrderStore;
@@ -52,10 +52,10 @@ async fn reconciliation_reads_only_the_live_sales_and_retires_an_ended_one() {
         sales.create(&draft(10, 20)).await.unwrap();
     }
     for i in 0..60 {
-        let mut order = key(order_pk(&format!("o{i}")), ORDER_SK);
+        let mut order = key(order_pk(&OrderId::generate(&live.id)), ORDER_SK);
         order.insert("gsi1pk".to_owned(), s(format!("USER#u{i}")));
         order.insert("gsi1sk".to_owned(), s(format!("t#o{i}")));
-        let buyer = key(buyer_pk(live.id.as_str(), &format!("u{i}")), BUYER_SK);
+        let buyer = key(buyer_pk(&live.id, &format!("u{i}")), BUYER_SK);
         for item in [order, buyer] {
             let put = clients.dynamodb.put_item().table_name(&table);
             put.set_item(Some(item)).send().await.unwrap();
@@ -65,7 +65,7 @@ async fn reconciliation_reads_only_the_live_sales_and_retires_an_ended_one() {
     let mut ids: Vec<_> = found
         .sales
         .iter()
-        .map(|sale| sale.sale_id.clone())
+        .map(|sale| sale.sale_id.to_string())
         .collect();
     ids.sort();
     let mut expected = vec![live.id.to_string(), over.id.to_string()];
@@ -80,7 +80,7 @@ async fn reconciliation_reads_only_the_live_sales_and_retires_an_ended_one() {
         .await
         .unwrap();
     assert_eq!(summary.items_read, 2);
-    assert_eq!(summary.retired, [over.id.to_string()]);
+    assert_eq!(summary.retired, std::slice::from_ref(&over.id));
     assert_eq!(
         sales.get(&over.id).await.unwrap().unwrap().state,
         Lifecycle::Ended
@@ -88,9 +88,9 @@ async fn reconciliation_reads_only_the_live_sales_and_retires_an_ended_one() {
 
     let after = orders.live_sales().await.unwrap();
     assert_eq!(after.items_read, 1);
-    assert_eq!(after.sales[0].sale_id, live.id.to_string());
+    assert_eq!(after.sales[0].sale_id, live.id);
     // Retiring twice changes nothing; an ended sale is never published (preheated) again.
-    assert!(!orders.retire_sale(over.id.as_str(), "t").await.unwrap());
+    assert!(!orders.retire_sale(&over.id, "t").await.unwrap());
     let again = sales.publish(&over.id, "t").await.unwrap().unwrap();
     assert_eq!(again.state, Lifecycle::Ended);
     assert_eq!(orders.live_sales().await.unwrap().items_read, 1);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub type FakeSale = (i64, i64, u32, u64, i64);
 
 /// What a buyer's key admitted: (fingerprint, order id, price, reserved at ms).
-pub type KeptKey = (String, String, u64, i64);
+pub type KeptKey = (String, OrderId, u64, i64);
 
 #[derive(Default)]
 pub struct MemoryAdmission {
@@ -18,12 +18,12 @@ pub struct MemoryAdmission {
     pub attempts: Mutex<HashMap<UserId, (i64, u32)>>,
     pub bought: Mutex<HashMap<(SaleId, UserId), u32>>,
     /// Order id → its buyer and units.
-    pub pending: Mutex<HashMap<String, (UserId, u32)>>,
-    pub released: Mutex<HashSet<String>>,
+    pub pending: Mutex<HashMap<OrderId, (UserId, u32)>>,
+    pub released: Mutex<HashSet<OrderId>>,
     /// (buyer, key) → what it admitted, as `order-key`.
     pub keys: Mutex<HashMap<(UserId, String), KeptKey>>,
     /// Orders given up while still pending (never orders): their keys are free again.
-    pub withdrawn: Mutex<HashSet<String>>,
+    pub withdrawn: Mutex<HashSet<OrderId>>,
 }
 
 impl MemoryAdmission {
@@ -117,15 +117,15 @@ impl Admission for MemoryAdmission {
     async fn release(
         &self,
         sale_id: &SaleId,
-        order_id: &str,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError> {
-        if !self.released.lock().unwrap().insert(order_id.to_owned()) {
+        if !self.released.lock().unwrap().insert(order_id.clone()) {
             return Ok(false);
         }
         let (user, units) = match (self.pending.lock().unwrap().remove(order_id), holder) {
             (Some(pending), _) => {
-                self.withdrawn.lock().unwrap().insert(order_id.to_owned());
+                self.withdrawn.lock().unwrap().insert(order_id.clone());
                 pending
             }
             (None, Some(holder)) => (holder.user_id.clone(), holder.units),

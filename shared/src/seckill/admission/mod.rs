@@ -20,7 +20,7 @@ pub mod routes;
 pub mod sqs;
 
 use crate::events::{Envelope, ORDER_PLACED, OrderPlaced};
-use crate::ids::{SaleId, UserId};
+use crate::ids::{OrderId, SaleId, UserId};
 use crate::seckill::admission::checkout::Checkout;
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
@@ -65,7 +65,7 @@ impl OrderKey {
 pub struct Reservation {
     pub sale_id: SaleId,
     pub user_id: UserId,
-    pub order_id: String,
+    pub order_id: OrderId,
     /// How many units, where to, how paid: all or nothing of `checkout.quantity` is reserved.
     pub checkout: Checkout,
     /// Epoch milliseconds: the clock the window is checked against.
@@ -100,7 +100,7 @@ pub enum Verdict {
     },
     /// The attempt's key admitted this order before, for the same request; nothing reserved.
     Replayed {
-        order_id: String,
+        order_id: OrderId,
         price_cents: u64,
         /// When it was reserved, if the reservation is still pending (its event may never
         /// have been sent); `None` once the consumer took the order over.
@@ -137,7 +137,7 @@ pub trait Admission: Send + Sync {
     async fn release(
         &self,
         sale_id: &SaleId,
-        order_id: &str,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError>;
 }
@@ -182,7 +182,7 @@ pub enum PlaceOrderError {
 /// An accepted order: reserved and queued.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlacedOrder {
-    pub order_id: String,
+    pub order_id: OrderId,
     /// The attempt's key had admitted this order before: this answer repeats that one.
     pub replayed: bool,
 }
@@ -207,7 +207,7 @@ pub fn order_placed(
         id: uuid::Uuid::now_v7().to_string(),
         occurred_at,
         payload: OrderPlaced {
-            order_id: reservation.order_id.clone(),
+            order_id: reservation.order_id.to_string(),
             sale_id: reservation.sale_id.as_str().to_owned(),
             user_id: reservation.user_id.as_str().to_owned(),
             price_cents,
@@ -283,7 +283,7 @@ pub async fn place_order(
 async fn replayed(
     publisher: &dyn OrderPublisher,
     reservation: &Reservation,
-    order_id: String,
+    order_id: OrderId,
     price_cents: u64,
     pending_since_ms: Option<i64>,
     occurred_at: String,
@@ -327,7 +327,7 @@ mod tests {
         Reservation {
             sale_id: sale.clone(),
             user_id: UserId::parse(user).unwrap(),
-            order_id: uuid::Uuid::now_v7().to_string(),
+            order_id: OrderId::generate(sale),
             checkout: Checkout::default(),
             now_ms,
             rate_limit_per_second: 5,
@@ -348,7 +348,7 @@ mod tests {
         assert_eq!(sent[0].kind, ORDER_PLACED);
         assert_eq!(sent[0].version, 2);
         assert_eq!(sent[0].payload.quantity, 1);
-        assert_eq!(sent[0].payload.order_id, placed.order_id);
+        assert_eq!(sent[0].payload.order_id, placed.order_id.as_str());
         assert_eq!(sent[0].payload.price_cents, 500);
         assert_eq!(sent[0].payload.reserved_at_ms, 1_500);
     }

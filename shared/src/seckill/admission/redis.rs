@@ -3,7 +3,7 @@
 //!
 //! The key design is in [`crate::seckill::keys`].
 
-use crate::ids::SaleId;
+use crate::ids::{OrderId, SaleId};
 use crate::seckill::admission::ORDER_KEY_TTL_MS;
 use crate::seckill::admission::{Admission, AdmissionError, Holder, Reservation, Verdict};
 use crate::seckill::keys::{SaleKeys, order_key_key, order_rate_key};
@@ -42,8 +42,11 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
             order_id: reply
                 .get(2)
                 .filter(|order| !order.is_empty())
-                .context("the reserve script answered REPLAY without an order")?
-                .clone(),
+                .context("the reserve script answered REPLAY without an order")
+                .and_then(|order| {
+                    OrderId::parse(order)
+                        .with_context(|| format!("the reserve script replayed {order:?}"))
+                })?,
             pending_since_ms: match reply.get(3).map(String::as_str) {
                 None | Some("") => None,
                 Some(at) => Some(at.parse().context("the reserve script's reservedAtMs")?),
@@ -57,7 +60,7 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
 impl Admission for RedisSales {
     #[tracing::instrument(level = "debug", skip_all, fields(sale = %r.sale_id, order = %r.order_id))]
     async fn reserve(&self, r: &Reservation) -> Result<Verdict, AdmissionError> {
-        let keys = SaleKeys::new(r.sale_id.as_str());
+        let keys = SaleKeys::new(&r.sale_id);
         // The user's key, not the sale's: every attempt counts, on every sale.
         let rate = order_rate_key(r.user_id.as_str());
         let order_key = r
@@ -77,7 +80,7 @@ impl Admission for RedisSales {
             .reserve
             .call(&self.connection, &script_keys, |call| {
                 call.arg(r.user_id.as_str())
-                    .arg(&r.order_id)
+                    .arg(r.order_id.as_str())
                     .arg(r.now_ms)
                     .arg(r.rate_limit_per_second)
                     .arg(r.checkout.quantity);
@@ -94,10 +97,10 @@ impl Admission for RedisSales {
     async fn release(
         &self,
         sale_id: &SaleId,
-        order_id: &str,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, AdmissionError> {
-        let keys = SaleKeys::new(sale_id.as_str());
+        let keys = SaleKeys::new(sale_id);
         let script_keys = [
             &keys.stock,
             &keys.bought,
@@ -108,7 +111,7 @@ impl Admission for RedisSales {
         let released: i64 = self
             .release
             .call(&self.connection, &script_keys.map(String::as_str), |call| {
-                call.arg(order_id)
+                call.arg(order_id.as_str())
                     .arg(holder.map_or("", |holder| holder.user_id.as_str()))
                     .arg(holder.map_or(1, |holder| holder.units));
             })
@@ -124,6 +127,8 @@ mod tests {
 
     #[test]
     fn the_script_statuses_map_to_verdicts() {
+        let order = OrderId::generate(&SaleId::generate());
+        let o = order.as_str();
         let reply = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(
             verdict(&reply(&["OK", "500"])).unwrap(),
@@ -152,22 +157,23 @@ mod tests {
         );
         assert!(verdict(&reply(&["OK", ""])).is_err());
         assert_eq!(
-            verdict(&reply(&["REPLAY", "500", "s.o", "1700"])).unwrap(),
+            verdict(&reply(&["REPLAY", "500", o, "1700"])).unwrap(),
             Verdict::Replayed {
-                order_id: "s.o".to_owned(),
+                order_id: order.clone(),
                 price_cents: 500,
                 pending_since_ms: Some(1700)
             }
         );
         assert_eq!(
-            verdict(&reply(&["REPLAY", "500", "s.o", ""])).unwrap(),
+            verdict(&reply(&["REPLAY", "500", o, ""])).unwrap(),
             Verdict::Replayed {
-                order_id: "s.o".to_owned(),
+                order_id: order.clone(),
                 price_cents: 500,
                 pending_since_ms: None
             }
         );
         assert!(verdict(&reply(&["REPLAY", "500", ""])).is_err());
+        assert!(verdict(&reply(&["REPLAY", "500", "s.o", ""])).is_err());
         assert_eq!(
             verdict(&reply(&["KEY_REUSED", ""])).unwrap(),
             Verdict::KeyReused

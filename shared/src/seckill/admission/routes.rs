@@ -72,7 +72,7 @@ impl From<PlaceOrderError> for ApiError {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AcceptedBody<'a> {
-    order_id: &'a str,
+    order_id: &'a OrderId,
     status: &'static str,
 }
 
@@ -136,7 +136,7 @@ pub async fn place_order(
     let checkout = checkout(&request)?;
     let idempotency = order_key(&request, &sale_id, &checkout)?;
     let now = OffsetDateTime::now_utc();
-    let order_id = OrderId::generate(&sale_id).to_string();
+    let order_id = OrderId::generate(&sale_id);
     record_id("order", &order_id);
     let reservation = Reservation {
         order_id,
@@ -292,7 +292,7 @@ mod tests {
         async fn release(
             &self,
             _: &SaleId,
-            _: &str,
+            _: &OrderId,
             _: Option<&crate::seckill::admission::Holder>,
         ) -> Result<bool, AdmissionError> {
             Err(AdmissionError(anyhow::anyhow!("broken pipe")))
@@ -535,7 +535,7 @@ mod tests {
         let first = Reservation {
             sale_id: sale.clone(),
             user_id: crate::ids::UserId::parse("ann").unwrap(),
-            order_id: OrderId::generate(&sale).to_string(),
+            order_id: OrderId::generate(&sale),
             checkout: checkout.clone(),
             now_ms: epoch_ms(OffsetDateTime::now_utc()) - 500,
             rate_limit_per_second: 100,
@@ -552,7 +552,7 @@ mod tests {
         );
         let sent = publisher.sent.lock().unwrap().clone();
         assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].payload.order_id, first.order_id);
+        assert_eq!(sent[0].payload.order_id, first.order_id.as_str());
         assert_eq!(sent[0].payload.reserved_at_ms, first.now_ms);
         assert_eq!(sent[0].payload.price_cents, 500);
         assert_eq!(admission.stock(&sale), 9);

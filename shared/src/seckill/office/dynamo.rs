@@ -107,7 +107,7 @@ impl SaleOffice for DynamoSaleStore {
         // `endsAt` is in the tables' one format, so its text orders as its time.
         let update = self
             .table
-            .update_item(key(sale_pk(id.as_str()), SALE_SK))
+            .update_item(key(sale_pk(id), SALE_SK))
             .update_expression(
                 "SET #state = :ended, scheduledEndsAt = endsAt, endsAt = :now, endedAt = :now",
             )
@@ -230,7 +230,7 @@ impl DynamoOrderStore {
                 .table_name(&self.table.name)
                 .index_name(SALE_ORDERS_INDEX)
                 .key_condition_expression("gsi3pk = :pk")
-                .expression_attribute_values(":pk", s(sale_orders_pk(sale_id.as_str(), shard)))
+                .expression_attribute_values(":pk", s(sale_orders_pk(sale_id, shard)))
                 .projection_expression("#status, quantity, priceCents")
                 .expression_attribute_names("#status", "status")
                 .set_exclusive_start_key(start)

@@ -86,7 +86,7 @@ impl SaleLedger for MemoryOrders {
     async fn order_tallies(&self, sale_id: &SaleId) -> Result<OrderTallies, OrderStoreError> {
         let mut tallies = OrderTallies::default();
         for order in self.orders.lock().unwrap().values() {
-            if order.sale_id == sale_id.as_str() {
+            if order.sale_id == *sale_id {
                 tallies.items_read += 1;
                 tallies.add(order.status, order.quantity, order.price_cents);
             }
@@ -95,10 +95,9 @@ impl SaleLedger for MemoryOrders {
     }
 
     async fn refunds_due_of(&self, sale_id: &SaleId) -> Result<RefundsDue, OrderStoreError> {
-        let prefix = format!("{sale_id}.");
         let mut due = RefundsDue::default();
         for refund in self.refunds() {
-            if refund.order_id.starts_with(&prefix)
+            if refund.order_id.sale_id() == sale_id
                 && self.record(&refund).state == RefundState::Due
             {
                 due.count += 1;

@@ -152,12 +152,12 @@ pub async fn sale_figures(
     let (tallies, refunds_due, stock) = tokio::join!(
         ledger.order_tallies(id),
         ledger.refunds_due_of(id),
-        cache.stock(id.as_str()),
+        cache.stock(id),
     );
     let (tallies, refunds_due) = (tallies.map_err(store)?, refunds_due.map_err(store)?);
     let redis = match stock.map_err(cache_err)? {
         Some(stock) => {
-            let pending = cache.pending(id.as_str()).await.map_err(cache_err)?;
+            let pending = cache.pending(id).await.map_err(cache_err)?;
             Some(CacheUnits {
                 stock,
                 pending_orders: pending.len() as u64,
@@ -196,11 +196,11 @@ mod tests {
     use crate::once::Unit;
     use crate::seckill::admission::Holder;
     use crate::seckill::office::fake::MemoryOffice;
-    use crate::seckill::order::OrderStore;
     use crate::seckill::order::consumer::{OrderDeps, handle_batch};
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed_units,
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, oid, placed_units,
     };
+    use crate::seckill::order::{HeldOrder, OrderStore};
     use crate::seckill::payment::refunds::tests::refund;
     use crate::seckill::sale::{NewSale, Sale};
     use time::macros::datetime;
@@ -264,13 +264,13 @@ mod tests {
         let paid = confirmed(&store, &cache, 1, "ann", 2, "ONLINE").await;
         assert_eq!(
             store
-                .open_payment(&paid, &ann, "p1")
+                .open_payment(&oid(S1, &paid), &ann, "p1")
                 .await
                 .unwrap()
                 .as_deref(),
             Some("p1")
         );
-        assert!(store.settle_online(&paid, "p1", "t").await.unwrap());
+        assert!((store.settle_online(&oid(S1, &paid), "p1", "t").await).unwrap());
         confirmed(&store, &cache, 2, "bob", 1, "COD").await;
         confirmed(&store, &cache, 3, "cid", 3, "ONLINE").await;
         let cancelled = confirmed(&store, &cache, 4, "dan", 1, "ONLINE").await;
@@ -281,9 +281,13 @@ mod tests {
         let unit = Unit {
             marker: cancelled.clone(),
             messages: Vec::new(),
-            payload: holder,
+            payload: HeldOrder {
+                order_id: oid(S1, &cancelled),
+                holder,
+            },
         };
-        store.cancel_orders(S1, &[unit]).await.unwrap();
+        let sale = SaleId::parse(S1).unwrap();
+        store.cancel_orders(&sale, &[unit]).await.unwrap();
         store.add_sale_with_limit(S1, 0, 5);
         let rejected = confirmed(&store, &cache, 5, "eve", 2, "ONLINE").await;
         assert_eq!(store.status(&rejected), Some(OrderStatus::Rejected));

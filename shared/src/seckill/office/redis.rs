@@ -13,7 +13,7 @@ use async_trait::async_trait;
 impl SaleCloser for RedisSales {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn close(&self, id: &SaleId, ends_at_ms: i64) -> Result<(), StoreError> {
-        let keys = SaleKeys::new(id.as_str());
+        let keys = SaleKeys::new(id);
         let _held: i64 = self
             .end
             .call(&self.connection, &[keys.info.as_str()], |call| {

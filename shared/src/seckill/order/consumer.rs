@@ -37,12 +37,11 @@
 
 use crate::consumer::{Message, parse_each};
 use crate::emf;
-use crate::events::PaymentDue;
-use crate::ids::UserId;
+use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Through, Unit, apply_once, merge};
 use crate::seckill::admission::Holder;
 use crate::seckill::order::{
-    ConfirmRejected, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    ConfirmRejected, DueOrder, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
     parse_order_placed,
 };
 use std::collections::HashSet;
@@ -64,9 +63,9 @@ pub struct OrderDeps<'a> {
 pub async fn handle_batch(deps: OrderDeps<'_>, messages: Vec<Message>) -> Vec<String> {
     let parsed = parse_each(messages, parse_order_placed);
     let mut failed = parsed.refused;
-    let mut sales: Vec<(String, Vec<Unit<NewOrder>>)> = Vec::new();
+    let mut sales: Vec<(SaleId, Vec<Unit<NewOrder>>)> = Vec::new();
     for (message, order) in parsed.events {
-        let unit = Unit::new(order.order_id.clone(), message, order);
+        let unit = Unit::new(order.order_id.to_string(), message, order);
         match sales
             .iter_mut()
             .find(|(sale, _)| *sale == unit.payload.sale_id)
@@ -94,11 +93,14 @@ struct Sorted {
 #[tracing::instrument(skip(deps, units), fields(orders = units.len()))]
 async fn materialize_sale(
     deps: OrderDeps<'_>,
-    sale_id: &str,
+    sale_id: &SaleId,
     units: Vec<Unit<NewOrder>>,
 ) -> Vec<String> {
     let units = merge(units);
-    let order_ids: Vec<String> = units.iter().map(|unit| unit.marker.clone()).collect();
+    let order_ids: Vec<OrderId> = units
+        .iter()
+        .map(|unit| unit.payload.order_id.clone())
+        .collect();
     let released = match deps.reservations.claim(sale_id, &order_ids).await {
         Ok(released) => released,
         Err(err) => {
@@ -108,10 +110,10 @@ async fn materialize_sale(
     };
     let (withdrawn, mut rest): (Vec<_>, Vec<_>) = units
         .into_iter()
-        .partition(|unit| released.contains(&unit.marker));
+        .partition(|unit| released.contains(&unit.payload.order_id));
     if !withdrawn.is_empty() {
         tracing::warn!(
-            sale_id,
+            %sale_id,
             orders = withdrawn.len(),
             "rejecting orders whose reservations were already released"
         );
@@ -134,7 +136,7 @@ async fn materialize_sale(
                 }
             }
             Ok(None) => {
-                tracing::warn!(sale_id, "orders of an unknown sale");
+                tracing::warn!(%sale_id, "orders of an unknown sale");
                 sorted.rejected.append(&mut rest);
             }
             Err(err) => {
@@ -177,7 +179,7 @@ async fn materialize_sale(
     emf::orders(OrderStatus::Confirmed.as_str(), to_confirm.len());
     emf::orders(OrderStatus::Cod.as_str(), kept.len());
     for unit in sorted.existing {
-        match deps.store.order(&unit.marker).await {
+        match deps.store.order(&unit.payload.order_id).await {
             Ok(Some(order)) => match order.status {
                 OrderStatus::Confirmed => to_confirm.push(unit),
                 OrderStatus::Rejected => {
@@ -197,16 +199,16 @@ async fn materialize_sale(
         }
     }
     // A released order's unit is already back: releasing it again would be a no-op anyway.
-    to_release.retain(|(unit, _)| !released.contains(&unit.marker));
+    to_release.retain(|(unit, _)| !released.contains(&unit.payload.order_id));
 
     // The claim removed every order of the batch from `pending`: nothing left to confirm there.
     let mut failed = sorted.failed;
     // Independent sends: side by side, so a batch of confirmations costs one round trip to
     // SQS, not one per order (which could outlast the invocation).
     let sends = crate::consumer::join_all(to_confirm.iter().map(|unit| async move {
-        let due = PaymentDue {
-            order_id: unit.marker.clone(),
-            sale_id: sale_id.to_owned(),
+        let due = DueOrder {
+            order_id: unit.payload.order_id.clone(),
+            sale_id: sale_id.clone(),
         };
         deps.payments.payment_due(&due).await
     }))
@@ -220,7 +222,7 @@ async fn materialize_sale(
     for (unit, holder) in to_release {
         if let Err(err) = deps
             .reservations
-            .release(sale_id, &unit.marker, Some(&holder))
+            .release(sale_id, &unit.payload.order_id, Some(&holder))
             .await
         {
             tracing::error!(order_id = %unit.marker, error = ?err, "failed to release a rejected order's reservation");
@@ -304,7 +306,7 @@ fn beyond_room(
 /// unit.
 async fn confirm_chunk(
     store: &dyn OrderStore,
-    sale_id: &str,
+    sale_id: &SaleId,
     per_user_limit: u32,
     mut chunk: Vec<Unit<NewOrder>>,
     sorted: &mut Sorted,
@@ -337,7 +339,7 @@ async fn confirm_chunk(
                             attempts += 1;
                         } else {
                             tracing::warn!(
-                                sale_id,
+                                %sale_id,
                                 user_id = %buyer,
                                 held,
                                 orders = excess.len(),
@@ -358,7 +360,7 @@ async fn confirm_chunk(
                         let excess = beyond_room(&mut chunk, |_| true, stock.unwrap_or(0));
                         if !excess.is_empty() {
                             tracing::warn!(
-                                sale_id,
+                                %sale_id,
                                 orders = excess.len(),
                                 "DynamoDB's stock is exhausted: rejecting orders that Redis admitted"
                             );
@@ -384,7 +386,9 @@ async fn confirm_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seckill::order::fake::{GHOST, S1, S2, World, placed, placed_later, placed_units};
+    use crate::seckill::order::fake::{
+        GHOST, S1, S2, World, oid, order_name, placed, placed_later, placed_units,
+    };
     use crate::testing::batch;
 
     #[tokio::test]
@@ -566,14 +570,14 @@ mod tests {
         );
         assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
         assert_eq!(world.store.status("o2"), Some(OrderStatus::Cod));
-        let order = world.store.order("o1").await.unwrap().unwrap();
+        let order = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
         assert_eq!((order.quantity, order.total_cents), (3, 2_970));
         // Only the order awaiting payment has a payment window.
         let due: Vec<String> = world
             .payments
             .sent()
             .into_iter()
-            .map(|d| d.order_id)
+            .map(|d| order_name(d.order_id.as_str()))
             .collect();
         assert_eq!(due, ["o1"]);
         // Redelivered: nothing changes, and the COD order still gets no window.

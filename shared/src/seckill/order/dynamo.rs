@@ -7,10 +7,9 @@ use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
     put_if_absent, query_page, query_page_in, s, start_of, transient, update_in, write_retrying,
 };
-use crate::ids::UserId;
+use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
-use crate::seckill::admission::Holder;
 use crate::seckill::admission::checkout::Address;
 use crate::seckill::keys::{
     BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk,
@@ -22,8 +21,8 @@ use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
 use crate::seckill::order::{
-    ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage, OrderStatus,
-    OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
+    ConfirmRejected, HeldOrder, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage,
+    OrderStatus, OrderStore, OrderStoreError, PaymentMethod, SaleGuards,
 };
 use anyhow::Context;
 use async_trait::async_trait;
@@ -147,8 +146,8 @@ impl DynamoOrderStore {
             item.insert("paymentMethod".to_owned(), s(method.as_str()));
         }
         item.extend([
-            ("orderId".to_owned(), s(&order.order_id)),
-            ("saleId".to_owned(), s(&order.sale_id)),
+            ("orderId".to_owned(), s(order.order_id.as_str())),
+            ("saleId".to_owned(), s(order.sale_id.as_str())),
             ("userId".to_owned(), s(order.user_id.as_str())),
             ("priceCents".to_owned(), n(order.price_cents)),
             ("quantity".to_owned(), n(order.quantity)),
@@ -176,7 +175,7 @@ impl DynamoOrderStore {
     }
 
     /// `units += k` on the buyer's item, which must hold at most `limit` after it.
-    fn add_units(&self, sale_id: &str, buyer: &str, k: i64, limit: u32) -> TransactWriteItem {
+    fn add_units(&self, sale_id: &SaleId, buyer: &str, k: i64, limit: u32) -> TransactWriteItem {
         let room = i64::from(limit) - k;
         // A buyer with no room even before holding anything: only a stored `units` could
         // compare, and it is never negative, so the condition fails as it must.
@@ -196,7 +195,7 @@ impl DynamoOrderStore {
 
     /// `units -= k` on the buyer's item, which must hold them: the transaction that confirmed
     /// the orders added them.
-    fn take_units(&self, sale_id: &str, buyer: &str, k: i64) -> TransactWriteItem {
+    fn take_units(&self, sale_id: &SaleId, buyer: &str, k: i64) -> TransactWriteItem {
         let update = Update::builder()
             .set_key(Some(key(buyer_pk(sale_id, buyer), BUYER_SK)))
             .update_expression("ADD units :minus")
@@ -209,7 +208,7 @@ impl DynamoOrderStore {
     /// A sale item's attribute, strongly consistent.
     async fn sale_attributes(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         projection: &str,
     ) -> anyhow::Result<Option<Item>> {
         let key = key(sale_pk(sale_id), SALE_SK);
@@ -281,11 +280,17 @@ fn order_refund_from(value: &AttributeValue) -> anyhow::Result<OrderRefund> {
     })
 }
 
+/// The item's `orderId`, which must be an [`OrderId`].
+fn stored_order_id(item: &Item) -> anyhow::Result<OrderId> {
+    let raw = get_s(item, "orderId")?;
+    OrderId::parse(raw).with_context(|| format!("stored orderId {raw:?} is not an order id"))
+}
+
 /// A refund item.
 fn refund_from_item(item: &Item) -> anyhow::Result<RefundRecord> {
     Ok(RefundRecord {
         payment_id: get_s(item, "paymentId")?.to_owned(),
-        order_id: get_s(item, "orderId")?.to_owned(),
+        order_id: stored_order_id(item)?,
         user_id: get_s(item, "userId")?.to_owned(),
         amount_cents: get_n(item, "amountCents")?,
         currency: Currency::parse(get_s(item, "currency")?)?,
@@ -324,8 +329,8 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
         None => 1,
     };
     Ok(Order {
-        order_id: get_s(item, "orderId")?.to_owned(),
-        sale_id: get_s(item, "saleId")?.to_owned(),
+        order_id: stored_order_id(item)?,
+        sale_id: SaleId::parse(get_s(item, "saleId")?).context("stored saleId is not a UUID")?,
         user_id: UserId::parse(get_s(item, "userId")?).context("stored userId is malformed")?,
         price_cents,
         quantity,
@@ -357,7 +362,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
     async fn confirm_orders(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         per_user_limit: u32,
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected> {
@@ -415,11 +420,15 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self, units), fields(units = units.len()))]
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
+    async fn cancel_orders(
+        &self,
+        sale_id: &SaleId,
+        units: &[Unit<HeldOrder>],
+    ) -> Result<(), Rejected> {
         let now = crate::clock::now_rfc3339();
         let mut transaction = Transaction::of_units(units, |unit| {
             let update = Update::builder()
-                .set_key(Some(key(order_pk(&unit.marker), ORDER_SK)))
+                .set_key(Some(key(order_pk(&unit.payload.order_id), ORDER_SK)))
                 .update_expression("SET #status = :cancelled, cancelledAt = :now")
                 .condition_expression("#status = :confirmed")
                 .expression_attribute_names("#status", "status")
@@ -429,7 +438,7 @@ impl OrderStore for DynamoOrderStore {
             update_in(&self.table.name, update)
         });
         let buyers = per_buyer(units.iter().map(|unit| {
-            let holder = &unit.payload;
+            let holder = &unit.payload.holder;
             (holder.user_id.as_str(), i64::from(holder.units))
         }));
         for (index, (buyer, k)) in buyers.iter().enumerate() {
@@ -442,7 +451,10 @@ impl OrderStore for DynamoOrderStore {
             .condition_expression("attribute_exists(stockRemaining)")
             .expression_attribute_values(
                 ":n",
-                n(units.iter().map(|unit| unit.payload.units).sum::<u32>()),
+                n(units
+                    .iter()
+                    .map(|unit| unit.payload.holder.units)
+                    .sum::<u32>()),
             );
         transaction
             .push(UnitItem::Aggregate, update_in(&self.table.name, update))
@@ -451,7 +463,7 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
+    async fn stock_remaining(&self, sale_id: &SaleId) -> Result<Option<i64>, OrderStoreError> {
         let item = self.sale_attributes(sale_id, "stockRemaining").await?;
         Ok(match item {
             Some(item) => Some(get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?),
@@ -460,7 +472,7 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
+    async fn sale_guards(&self, sale_id: &SaleId) -> Result<Option<SaleGuards>, OrderStoreError> {
         let item = self
             .sale_attributes(sale_id, "stockRemaining, perUserLimit")
             .await?;
@@ -474,7 +486,7 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
+    async fn buyer_units(&self, sale_id: &SaleId, user: &UserId) -> Result<i64, OrderStoreError> {
         let key = key(buyer_pk(sale_id, user.as_str()), BUYER_SK);
         let failed = "failed to read what a buyer holds";
         let item = self
@@ -488,7 +500,7 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
+    async fn order(&self, order_id: &OrderId) -> Result<Option<Order>, OrderStoreError> {
         let key = key(order_pk(order_id), ORDER_SK);
         let item = self
             .table
@@ -526,7 +538,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn keep_for_delivery(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
     ) -> Result<bool, OrderStoreError> {
         // Cash on delivery is not paid yet: no `paidAt`.
@@ -545,7 +557,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn open_payment(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
         new_payment_id: &str,
     ) -> Result<Option<String>, OrderStoreError> {
@@ -577,7 +589,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn settle_online(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         payment_id: &str,
         at: &str,
     ) -> Result<bool, OrderStoreError> {
@@ -603,7 +615,7 @@ impl OrderStore for DynamoOrderStore {
         let mut item = key(refund_pk(&refund.payment_id), refund_sk(&refund.order_id));
         item.extend([
             ("paymentId".to_owned(), s(&refund.payment_id)),
-            ("orderId".to_owned(), s(&refund.order_id)),
+            ("orderId".to_owned(), s(refund.order_id.as_str())),
             ("userId".to_owned(), s(&refund.user_id)),
             ("amountCents".to_owned(), n(refund.amount_cents)),
             ("currency".to_owned(), s(refund.currency.as_str())),
@@ -746,7 +758,7 @@ impl OrderStore for DynamoOrderStore {
     async fn refund(
         &self,
         payment_id: &str,
-        order_id: &str,
+        order_id: &OrderId,
     ) -> Result<Option<RefundRecord>, OrderStoreError> {
         let key = key(refund_pk(payment_id), refund_sk(order_id));
         let item = self
@@ -844,11 +856,13 @@ impl OrderStore for DynamoOrderStore {
             let Some(sale_id) = pk.strip_prefix("SALE#") else {
                 continue;
             };
+            let sale_id = SaleId::parse(sale_id)
+                .with_context(|| format!("live sale item {pk:?} names no sale id"))?;
             let ends_at = get_s(item, "endsAt").map_err(anyhow::Error::from)?;
             let ends_at = time::OffsetDateTime::parse(ends_at, &Rfc3339)
                 .context("stored endsAt is not RFC 3339")?;
             sales.push(LiveSale {
-                sale_id: sale_id.to_owned(),
+                sale_id,
                 stock_remaining: get_n(item, "stockRemaining").ok(),
                 ends_at_ms: crate::clock::epoch_ms(ends_at),
             });
@@ -857,7 +871,7 @@ impl OrderStore for DynamoOrderStore {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError> {
+    async fn retire_sale(&self, sale_id: &SaleId, now: &str) -> Result<bool, OrderStoreError> {
         Ok(crate::seckill::sale::dynamo::retire(&self.table, sale_id, now).await?)
     }
 }

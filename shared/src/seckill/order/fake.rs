@@ -3,8 +3,7 @@
 
 use crate::consumer::Message;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
-use crate::events::PaymentDue;
-use crate::ids::{SaleId, UserId};
+use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Rejected, Unit, indices_where, refuse_applied};
 use crate::seckill::admission::Holder;
 use crate::seckill::order::consumer as order_consumer;
@@ -14,9 +13,10 @@ use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
 use crate::seckill::order::{
-    AdmittedOrder, ConfirmRejected, LiveSale, LiveSales, NewOrder, Order, OrderLimits, OrderPage,
-    OrderStatus, OrderStore, OrderStoreError, PaymentDueError, PaymentDueSink, PaymentMethod,
-    PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError, SaleGuards,
+    AdmittedOrder, ConfirmRejected, DueOrder, HeldOrder, LiveSale, LiveSales, NewOrder, Order,
+    OrderLimits, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueError,
+    PaymentDueSink, PaymentMethod, PendingError, PendingOrders, PendingReservation, Reservations,
+    ReservationsError, SaleGuards,
 };
 use async_trait::async_trait;
 use lambda_http::Request;
@@ -29,11 +29,45 @@ pub(crate) const S1: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000001";
 pub(crate) const S2: &str = "0190a1b2-c3d4-7e5f-8a9b-000000000002";
 pub(crate) const GHOST: &str = "0190a1b2-c3d4-7e5f-8a9b-00000000dead";
 
-/// An `OrderPlaced` v1 message body.
+/// The order id a test names `name`: `name` itself when it is an order id already, or when it
+/// is not a short plain name (a malformed id, on purpose); else an id of `sale` (of [`S1`] when
+/// `sale` is no sale id) whose UUID part spells `name` ([`order_name`] reads it back), so that
+/// the tests keep calling their orders "o1", "o2".
+pub(crate) fn order_id(sale: &str, name: &str) -> String {
+    let plain =
+        !name.is_empty() && name.len() <= 16 && name.bytes().all(|b| b.is_ascii_alphanumeric());
+    if OrderId::parse(name).is_ok() || !plain {
+        return name.to_owned();
+    }
+    let sale = SaleId::parse(sale).map_or_else(|_| S1.to_owned(), |sale| sale.to_string());
+    let spelled: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{sale}.{spelled:0<32}")
+}
+
+/// [`order_id`] as an [`OrderId`] (the name must make one).
+pub(crate) fn oid(sale: &str, name: &str) -> OrderId {
+    OrderId::parse(&order_id(sale, name)).unwrap()
+}
+
+/// The name [`order_id`] spelled into `id`, else `id` itself.
+pub(crate) fn order_name(id: &str) -> String {
+    let spelled = id.split_once('.').and_then(|(_, rest)| {
+        let bytes: Vec<u8> = (0..rest.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(rest.get(i..i + 2)?, 16).ok())
+            .collect::<Option<_>>()?;
+        let name: Vec<u8> = bytes.into_iter().take_while(|b| *b != 0).collect();
+        let name = String::from_utf8(name).ok()?;
+        (order_id(id.split_once('.')?.0, &name) == id).then_some(name)
+    });
+    spelled.unwrap_or_else(|| id.to_owned())
+}
+
+/// An `OrderPlaced` v1 message body (`order` as [`order_id`] spells it).
 pub(crate) fn placed(order: &str, sale: &str, user: &str) -> String {
     serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
         "occurredAt": "2026-11-30T18:00:00Z",
-        "payload": {"orderId": order, "saleId": sale, "userId": user, "priceCents": 990,
+        "payload": {"orderId": order_id(sale, order), "saleId": sale, "userId": user, "priceCents": 990,
                     "reservedAtMs": 1_796_060_000_000_i64}})
     .to_string()
 }
@@ -99,14 +133,15 @@ pub(crate) async fn add_awaiting_payment(
         crate::seckill::order::consumer::handle_batch(deps, crate::testing::batch(&[body])).await;
     assert!(failed.is_empty(), "{failed:?}");
     let owner = UserId::parse(user).unwrap();
-    let opened = store.open_payment(order, &owner, payment).await.unwrap();
+    let opened = (store.open_payment(&oid(S1, order), &owner, payment).await).unwrap();
     assert_eq!(opened.as_deref(), Some(payment));
 }
 
-/// A `PaymentDue` v1 message body.
+/// A `PaymentDue` v1 message body (`order` as [`order_id`] spells it).
 pub(crate) fn due(order: &str, sale: &str) -> String {
     serde_json::json!({"type": "PaymentDue", "version": 1, "id": format!("due-{order}"),
-        "occurredAt": "2026-11-30T18:00:00Z", "payload": {"orderId": order, "saleId": sale}})
+        "occurredAt": "2026-11-30T18:00:00Z",
+        "payload": {"orderId": order_id(sale, order), "saleId": sale}})
     .to_string()
 }
 
@@ -188,7 +223,7 @@ impl MemoryOrders {
     pub(crate) fn record(&self, refund: &Refund) -> RefundRecord {
         let states = self.refund_states.lock().unwrap();
         let (state, refunded_at, provider_refund_id) = states
-            .get(&(refund.payment_id.clone(), refund.order_id.clone()))
+            .get(&(refund.payment_id.clone(), refund.order_id.to_string()))
             .cloned()
             .unwrap_or((RefundState::Due, None, None));
         RefundRecord {
@@ -209,8 +244,13 @@ impl MemoryOrders {
         self.orders.lock().unwrap().len()
     }
 
+    /// The status of the order a test names `order` ([`order_id`]), of whichever sale.
     pub(crate) fn status(&self, order: &str) -> Option<OrderStatus> {
-        self.orders.lock().unwrap().get(order).map(|o| o.status)
+        let orders = self.orders.lock().unwrap();
+        let mut found = orders
+            .values()
+            .filter(|o| o.order_id.as_str() == order_id(o.sale_id.as_str(), order));
+        found.next().map(|o| o.status)
     }
 
     fn put(
@@ -225,7 +265,7 @@ impl MemoryOrders {
         for unit in units {
             let new = &unit.payload;
             orders.insert(
-                new.order_id.clone(),
+                new.order_id.to_string(),
                 Order {
                     order_id: new.order_id.clone(),
                     sale_id: new.sale_id.clone(),
@@ -255,7 +295,7 @@ impl OrderStore for MemoryOrders {
 
     async fn confirm_orders(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         per_user_limit: u32,
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected> {
@@ -278,7 +318,7 @@ impl OrderStore for MemoryOrders {
         let mut buyers = self.buyers.lock().unwrap();
         for (buyer, k) in &counts {
             let held = buyers
-                .get(&(sale_id.to_owned(), (*buyer).to_owned()))
+                .get(&(sale_id.to_string(), (*buyer).to_owned()))
                 .copied()
                 .unwrap_or(0);
             if held + k > i64::from(per_user_limit) {
@@ -287,14 +327,14 @@ impl OrderStore for MemoryOrders {
         }
         let mut sales = self.sales.lock().unwrap();
         let n: i64 = units.iter().map(|u| u.payload.units()).sum();
-        match sales.get_mut(sale_id) {
+        match sales.get_mut(sale_id.as_str()) {
             Some(sale) if sale.stock >= n => sale.stock -= n,
             _ => return Err(ConfirmRejected::SoldOut),
         }
         *self.sale_writes.lock().unwrap() += 1;
         for (buyer, k) in counts {
             *buyers
-                .entry((sale_id.to_owned(), buyer.to_owned()))
+                .entry((sale_id.to_string(), buyer.to_owned()))
                 .or_default() += k;
         }
         drop(sales);
@@ -307,40 +347,45 @@ impl OrderStore for MemoryOrders {
         self.put(units, |_| OrderStatus::Rejected)
     }
 
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected> {
+    async fn cancel_orders(
+        &self,
+        sale_id: &SaleId,
+        units: &[Unit<HeldOrder>],
+    ) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
         refuse_applied(units, |u| {
             orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
         })?;
-        let counts = per_buyer(
-            units
-                .iter()
-                .map(|u| (u.payload.user_id.as_str(), i64::from(u.payload.units))),
-        );
+        let counts = per_buyer(units.iter().map(|u| {
+            (
+                u.payload.holder.user_id.as_str(),
+                i64::from(u.payload.holder.units),
+            )
+        }));
         if !fits_one_transaction(units.len(), counts.len()) {
             return Err(Rejected::Failed(anyhow::anyhow!("too many items")));
         }
         let mut buyers = self.buyers.lock().unwrap();
         for (buyer, k) in &counts {
             let held = buyers
-                .get(&(sale_id.to_owned(), (*buyer).to_owned()))
+                .get(&(sale_id.to_string(), (*buyer).to_owned()))
                 .copied();
             if held.is_none_or(|held| held < *k) {
                 return Err(Rejected::Aggregate);
             }
         }
         let mut sales = self.sales.lock().unwrap();
-        let Some(sale) = sales.get_mut(sale_id) else {
+        let Some(sale) = sales.get_mut(sale_id.as_str()) else {
             return Err(Rejected::Aggregate);
         };
         sale.stock += units
             .iter()
-            .map(|u| i64::from(u.payload.units))
+            .map(|u| i64::from(u.payload.holder.units))
             .sum::<i64>();
         *self.sale_writes.lock().unwrap() += 1;
         for (buyer, k) in counts {
             *buyers
-                .get_mut(&(sale_id.to_owned(), buyer.to_owned()))
+                .get_mut(&(sale_id.to_string(), buyer.to_owned()))
                 .unwrap() -= k;
         }
         for unit in units {
@@ -349,28 +394,33 @@ impl OrderStore for MemoryOrders {
         Ok(())
     }
 
-    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError> {
-        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
-    }
-
-    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError> {
+    async fn stock_remaining(&self, sale_id: &SaleId) -> Result<Option<i64>, OrderStoreError> {
         Ok(self
             .sales
             .lock()
             .unwrap()
-            .get(sale_id)
+            .get(sale_id.as_str())
+            .map(|s| s.stock))
+    }
+
+    async fn sale_guards(&self, sale_id: &SaleId) -> Result<Option<SaleGuards>, OrderStoreError> {
+        Ok(self
+            .sales
+            .lock()
+            .unwrap()
+            .get(sale_id.as_str())
             .map(|sale| SaleGuards {
                 stock_remaining: sale.stock,
                 per_user_limit: sale.per_user_limit,
             }))
     }
 
-    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError> {
-        Ok(self.units(sale_id, user.as_str()))
+    async fn buyer_units(&self, sale_id: &SaleId, user: &UserId) -> Result<i64, OrderStoreError> {
+        Ok(self.units(sale_id.as_str(), user.as_str()))
     }
 
-    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError> {
-        Ok(self.orders.lock().unwrap().get(order_id).cloned())
+    async fn order(&self, order_id: &OrderId) -> Result<Option<Order>, OrderStoreError> {
+        Ok(self.orders.lock().unwrap().get(order_id.as_str()).cloned())
     }
 
     async fn orders_of(
@@ -387,7 +437,9 @@ impl OrderStore for MemoryOrders {
             .filter(|o| o.user_id == *user)
             .cloned()
             .collect();
-        mine.sort_by(|a, b| (&b.created_at, &b.order_id).cmp(&(&a.created_at, &a.order_id)));
+        mine.sort_by(|a, b| {
+            (&b.created_at, b.order_id.as_str()).cmp(&(&a.created_at, a.order_id.as_str()))
+        });
         let start = match cursor {
             None => 0,
             Some(cursor) => {
@@ -396,7 +448,7 @@ impl OrderStore for MemoryOrders {
                 }
                 cursor
                     .get("after")
-                    .and_then(|id| mine.iter().position(|o| o.order_id == id))
+                    .and_then(|id| mine.iter().position(|o| o.order_id.as_str() == id))
                     .ok_or(InvalidCursor)?
                     + 1
             }
@@ -406,7 +458,10 @@ impl OrderStore for MemoryOrders {
         let next = (start + limit < mine.len()).then(|| {
             Cursor::new(BTreeMap::from([
                 ("user".to_owned(), user.to_string()),
-                ("after".to_owned(), items.last().unwrap().order_id.clone()),
+                (
+                    "after".to_owned(),
+                    items.last().unwrap().order_id.to_string(),
+                ),
             ]))
         });
         Ok(OrderPage { items, next })
@@ -414,11 +469,11 @@ impl OrderStore for MemoryOrders {
 
     async fn keep_for_delivery(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
     ) -> Result<bool, OrderStoreError> {
         let mut orders = self.orders.lock().unwrap();
-        match orders.get_mut(order_id) {
+        match orders.get_mut(order_id.as_str()) {
             Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
                 order.status = OrderStatus::Cod;
                 order.payment_method = Some(PaymentMethod::Cod);
@@ -430,12 +485,12 @@ impl OrderStore for MemoryOrders {
 
     async fn open_payment(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
         new_payment_id: &str,
     ) -> Result<Option<String>, OrderStoreError> {
         let mut orders = self.orders.lock().unwrap();
-        Ok(match orders.get_mut(order_id) {
+        Ok(match orders.get_mut(order_id.as_str()) {
             Some(order) if order.user_id == *user && order.status == OrderStatus::Confirmed => {
                 Some(
                     order
@@ -450,12 +505,12 @@ impl OrderStore for MemoryOrders {
 
     async fn settle_online(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         payment_id: &str,
         at: &str,
     ) -> Result<bool, OrderStoreError> {
         let mut orders = self.orders.lock().unwrap();
-        match orders.get_mut(order_id) {
+        match orders.get_mut(order_id.as_str()) {
             Some(order)
                 if order.status == OrderStatus::Confirmed
                     && order.payment_id.as_deref() == Some(payment_id) =>
@@ -480,10 +535,15 @@ impl OrderStore for MemoryOrders {
         }
         refunds.push(refund.clone());
         self.refund_states.lock().unwrap().insert(
-            (refund.payment_id.clone(), refund.order_id.clone()),
+            (refund.payment_id.clone(), refund.order_id.to_string()),
             (RefundState::Due, None, None),
         );
-        if let Some(order) = self.orders.lock().unwrap().get_mut(&refund.order_id) {
+        if let Some(order) = self
+            .orders
+            .lock()
+            .unwrap()
+            .get_mut(refund.order_id.as_str())
+        {
             order.refunds.push(OrderRefund {
                 payment_id: refund.payment_id.clone(),
                 amount_cents: refund.amount_cents,
@@ -549,12 +609,12 @@ impl OrderStore for MemoryOrders {
     async fn refund(
         &self,
         payment_id: &str,
-        order_id: &str,
+        order_id: &OrderId,
     ) -> Result<Option<RefundRecord>, OrderStoreError> {
         Ok(self
             .refunds()
             .iter()
-            .find(|r| r.payment_id == payment_id && r.order_id == order_id)
+            .find(|r| r.payment_id == payment_id && r.order_id == *order_id)
             .map(|r| self.record(r)))
     }
 
@@ -565,7 +625,7 @@ impl OrderStore for MemoryOrders {
         at: &str,
     ) -> Result<bool, OrderStoreError> {
         let mut states = self.refund_states.lock().unwrap();
-        let key = (refund.payment_id.clone(), refund.order_id.clone());
+        let key = (refund.payment_id.clone(), refund.order_id.to_string());
         match states.get_mut(&key) {
             Some(state) if state.0 == RefundState::Due => {
                 *state = (
@@ -576,7 +636,12 @@ impl OrderStore for MemoryOrders {
             }
             _ => return Ok(false),
         }
-        if let Some(order) = self.orders.lock().unwrap().get_mut(&refund.order_id) {
+        if let Some(order) = self
+            .orders
+            .lock()
+            .unwrap()
+            .get_mut(refund.order_id.as_str())
+        {
             for entry in &mut order.refunds {
                 if entry.payment_id == refund.payment_id {
                     entry.state = RefundState::Refunded;
@@ -595,20 +660,20 @@ impl OrderStore for MemoryOrders {
             .iter()
             .filter(|(_, sale)| sale.live)
             .map(|(id, sale)| LiveSale {
-                sale_id: id.clone(),
+                sale_id: SaleId::parse(id).unwrap(),
                 stock_remaining: Some(sale.stock),
                 ends_at_ms: sale.ends_at_ms,
             })
             .collect();
-        sales.sort_by(|a, b| a.sale_id.cmp(&b.sale_id));
+        sales.sort_by(|a, b| a.sale_id.as_str().cmp(b.sale_id.as_str()));
         let items_read = sales.len();
         Ok(LiveSales { sales, items_read })
     }
 
-    async fn retire_sale(&self, sale_id: &str, _now: &str) -> Result<bool, OrderStoreError> {
+    async fn retire_sale(&self, sale_id: &SaleId, _now: &str) -> Result<bool, OrderStoreError> {
         let mut sales = self.sales.lock().unwrap();
         Ok(sales
-            .get_mut(sale_id)
+            .get_mut(sale_id.as_str())
             .is_some_and(|sale| std::mem::replace(&mut sale.live, false)))
     }
 }
@@ -646,12 +711,13 @@ impl MemoryReservations {
         units: u32,
     ) {
         let mut sales = self.sales.lock().unwrap();
+        let order = order_id(sale, order);
         let sale = sales.entry(sale.to_owned()).or_default();
         sale.stock -= i64::from(units);
         *sale.bought.entry(user.to_owned()).or_default() += i64::from(units);
         sale.pending
-            .insert(order.to_owned(), (user.to_owned(), at_ms, units));
-        sale.owners.insert(order.to_owned(), user.to_owned());
+            .insert(order.clone(), (user.to_owned(), at_ms, units));
+        sale.owners.insert(order, user.to_owned());
     }
 
     pub(crate) fn reserve(&self, sale: &str, order: &str, user: &str) {
@@ -668,12 +734,18 @@ impl MemoryReservations {
             .unwrap_or_default()
     }
 
+    /// The pending orders' names ([`order_name`]).
     pub(crate) fn pending_of(&self, sale: &str) -> Vec<String> {
-        self.of_sale(sale, |s| s.pending.keys().cloned().collect())
+        self.of_sale(sale, |s| {
+            s.pending.keys().map(|id| order_name(id)).collect()
+        })
     }
 
+    /// The released orders' names ([`order_name`]).
     pub(crate) fn released_of(&self, sale: &str) -> Vec<String> {
-        self.of_sale(sale, |s| s.released.iter().cloned().collect())
+        self.of_sale(sale, |s| {
+            s.released.iter().map(|id| order_name(id)).collect()
+        })
     }
 
     /// What losing the `bought` hash does (a flush, then a preheat).
@@ -706,10 +778,14 @@ impl MemoryReservations {
 
 #[async_trait]
 impl Reservations for MemoryReservations {
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError> {
-        if let Some(sale) = self.sales.lock().unwrap().get_mut(sale_id) {
+    async fn confirm(
+        &self,
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<(), ReservationsError> {
+        if let Some(sale) = self.sales.lock().unwrap().get_mut(sale_id.as_str()) {
             for id in order_ids {
-                sale.pending.remove(id);
+                sale.pending.remove(id.as_str());
             }
         }
         Ok(())
@@ -717,17 +793,17 @@ impl Reservations for MemoryReservations {
 
     async fn claim(
         &self,
-        sale_id: &str,
-        order_ids: &[String],
-    ) -> Result<HashSet<String>, ReservationsError> {
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
-        let sale = sales.entry(sale_id.to_owned()).or_default();
+        let sale = sales.entry(sale_id.to_string()).or_default();
         let mut released = HashSet::new();
         for id in order_ids {
-            if sale.released.contains(id) {
+            if sale.released.contains(id.as_str()) {
                 released.insert(id.clone());
             } else {
-                sale.pending.remove(id);
+                sale.pending.remove(id.as_str());
             }
         }
         Ok(released)
@@ -735,12 +811,13 @@ impl Reservations for MemoryReservations {
 
     async fn release(
         &self,
-        sale_id: &str,
-        order_id: &str,
+        sale_id: &SaleId,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, ReservationsError> {
+        let order_id = order_id.as_str();
         let mut sales = self.sales.lock().unwrap();
-        let sale = sales.entry(sale_id.to_owned()).or_default();
+        let sale = sales.entry(sale_id.to_string()).or_default();
         if sale.released.contains(order_id) {
             return Ok(false);
         }
@@ -757,15 +834,18 @@ impl Reservations for MemoryReservations {
         Ok(true)
     }
 
-    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError> {
+    async fn pending(
+        &self,
+        sale_id: &SaleId,
+    ) -> Result<Vec<PendingReservation>, ReservationsError> {
         let sales = self.sales.lock().unwrap();
         Ok(sales
-            .get(sale_id)
+            .get(sale_id.as_str())
             .map(|sale| {
                 sale.pending
                     .iter()
                     .map(|(order, (user, at, units))| PendingReservation {
-                        order_id: order.clone(),
+                        order_id: OrderId::parse(order).unwrap(),
                         user_id: user.clone(),
                         reserved_at_ms: *at,
                         units: *units,
@@ -775,17 +855,22 @@ impl Reservations for MemoryReservations {
             .unwrap_or_default())
     }
 
-    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError> {
-        Ok(self.sales.lock().unwrap().get(sale_id).map(|s| s.stock))
+    async fn stock(&self, sale_id: &SaleId) -> Result<Option<i64>, ReservationsError> {
+        Ok(self
+            .sales
+            .lock()
+            .unwrap()
+            .get(sale_id.as_str())
+            .map(|s| s.stock))
     }
 
     async fn cap_stock(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         dynamo_stock_remaining: i64,
     ) -> Result<i64, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
-        let Some(sale) = sales.get_mut(sale_id) else {
+        let Some(sale) = sales.get_mut(sale_id.as_str()) else {
             return Ok(0);
         };
         let pending: i64 = sale
@@ -802,13 +887,11 @@ impl Reservations for MemoryReservations {
 
 #[async_trait]
 impl PendingOrders for MemoryReservations {
-    async fn admitted(
-        &self,
-        sale_id: &SaleId,
-        order_id: &str,
-    ) -> Result<Option<AdmittedOrder>, PendingError> {
+    async fn admitted(&self, order_id: &OrderId) -> Result<Option<AdmittedOrder>, PendingError> {
         let sales = self.sales.lock().unwrap();
-        Ok(sales.get(sale_id.as_str()).and_then(|sale| {
+        let sale_id = order_id.sale_id().as_str();
+        let order_id = order_id.as_str();
+        Ok(sales.get(sale_id).and_then(|sale| {
             sale.owners.get(order_id).map(|user| AdmittedOrder {
                 user_id: user.clone(),
                 released: sale.released.contains(order_id),
@@ -819,12 +902,12 @@ impl PendingOrders for MemoryReservations {
 
 #[derive(Default)]
 pub(crate) struct MemoryPayments {
-    sent: Mutex<Vec<PaymentDue>>,
+    sent: Mutex<Vec<DueOrder>>,
     fail: Mutex<bool>,
 }
 
 impl MemoryPayments {
-    pub(crate) fn sent(&self) -> Vec<PaymentDue> {
+    pub(crate) fn sent(&self) -> Vec<DueOrder> {
         self.sent.lock().unwrap().clone()
     }
 
@@ -835,7 +918,7 @@ impl MemoryPayments {
 
 #[async_trait]
 impl PaymentDueSink for MemoryPayments {
-    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError> {
+    async fn payment_due(&self, due: &DueOrder) -> Result<(), PaymentDueError> {
         if *self.fail.lock().unwrap() {
             return Err(anyhow::anyhow!("queue down").into());
         }
@@ -870,9 +953,11 @@ pub(crate) async fn seeded(orders: &[(&str, &str)]) -> MemoryOrders {
     store
 }
 
-/// `request` for the order `order` (its `{orderId}` path parameter).
+/// `request` for the order `order` of [`S1`] (its `{orderId}` path parameter, as
+/// [`order_id`] spells it).
 pub(crate) fn with_order(request: Request, order: &str) -> Request {
-    request.with_path_parameters(HashMap::from([("orderId".to_owned(), order.to_owned())]))
+    let order = order_id(S1, order);
+    request.with_path_parameters(HashMap::from([("orderId".to_owned(), order)]))
 }
 
 /// The order path's fakes together, for tests of the consumer and what runs beside it.

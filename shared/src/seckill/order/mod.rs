@@ -19,7 +19,7 @@ pub mod sqs;
 
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::events::{Envelope, EventError, OrderPlaced, PAYMENT_DUE, PaymentDue, parse_v1};
-use crate::ids::{OrderId, SaleId, UserId, valid_id};
+use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Rejected, Unit};
 use crate::seckill::admission::Holder;
 pub use crate::seckill::admission::checkout::{Address, PaymentMethod};
@@ -86,8 +86,8 @@ impl OrderStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
-    pub order_id: String,
-    pub sale_id: String,
+    pub order_id: OrderId,
+    pub sale_id: SaleId,
     #[serde(skip)]
     pub user_id: UserId,
     /// The unit price.
@@ -112,11 +112,18 @@ pub struct Order {
     pub refunds: Vec<crate::seckill::order::refund::OrderRefund>,
 }
 
+/// A materialized order to cancel, and who holds its units.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldOrder {
+    pub order_id: OrderId,
+    pub holder: Holder,
+}
+
 /// An order to materialize, from its `OrderPlaced` event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewOrder {
-    pub order_id: String,
-    pub sale_id: String,
+    pub order_id: OrderId,
+    pub sale_id: SaleId,
     pub user_id: UserId,
     /// The unit price.
     pub price_cents: u64,
@@ -158,9 +165,7 @@ impl TryFrom<OrderPlaced> for NewOrder {
     type Error = InvalidOrder;
 
     fn try_from(event: OrderPlaced) -> Result<Self, InvalidOrder> {
-        if !valid_id(&event.order_id) {
-            return Err(InvalidOrder("orderId"));
-        }
+        let order_id = OrderId::parse(&event.order_id).map_err(|_| InvalidOrder("orderId"))?;
         let sale_id = SaleId::parse(&event.sale_id).map_err(|_| InvalidOrder("saleId"))?;
         let user_id = UserId::parse(&event.user_id).map_err(|_| InvalidOrder("userId"))?;
         let at = crate::clock::from_epoch_ms(event.reserved_at_ms)
@@ -169,8 +174,8 @@ impl TryFrom<OrderPlaced> for NewOrder {
             return Err(InvalidOrder("quantity"));
         }
         Ok(Self {
-            order_id: event.order_id,
-            sale_id: sale_id.as_str().to_owned(),
+            order_id,
+            sale_id,
             user_id,
             price_cents: event.price_cents,
             quantity: event.quantity,
@@ -196,16 +201,37 @@ pub fn parse_order_placed(body: &str) -> Result<NewOrder, OrderEventError> {
     Ok(NewOrder::try_from(envelope.payload)?)
 }
 
-/// A `PaymentDue` v1 message.
-pub fn parse_payment_due(body: &str) -> Result<PaymentDue, OrderEventError> {
+/// An order whose payment window ended, from its `PaymentDue` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueOrder {
+    pub order_id: OrderId,
+    pub sale_id: SaleId,
+}
+
+impl TryFrom<PaymentDue> for DueOrder {
+    type Error = InvalidOrder;
+
+    fn try_from(event: PaymentDue) -> Result<Self, InvalidOrder> {
+        Ok(Self {
+            order_id: OrderId::parse(&event.order_id).map_err(|_| InvalidOrder("orderId"))?,
+            sale_id: SaleId::parse(&event.sale_id).map_err(|_| InvalidOrder("saleId"))?,
+        })
+    }
+}
+
+impl From<&DueOrder> for PaymentDue {
+    fn from(due: &DueOrder) -> Self {
+        Self {
+            order_id: due.order_id.to_string(),
+            sale_id: due.sale_id.to_string(),
+        }
+    }
+}
+
+/// A `PaymentDue` v1 message, as the order whose payment window ended.
+pub fn parse_payment_due(body: &str) -> Result<DueOrder, OrderEventError> {
     let envelope: Envelope<PaymentDue> = parse_v1(body, PAYMENT_DUE)?;
-    if !valid_id(&envelope.payload.order_id) {
-        return Err(InvalidOrder("orderId").into());
-    }
-    if SaleId::parse(&envelope.payload.sale_id).is_err() {
-        return Err(InvalidOrder("saleId").into());
-    }
-    Ok(envelope.payload)
+    Ok(DueOrder::try_from(envelope.payload)?)
 }
 
 /// Why the order store failed.
@@ -232,7 +258,7 @@ pub struct OrderPage {
 /// A sale on the live index (published, not yet retired) and DynamoDB's stock of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveSale {
-    pub sale_id: String,
+    pub sale_id: SaleId,
     pub stock_remaining: Option<i64>,
     /// When it ends (or ended, early or not), epoch milliseconds.
     pub ends_at_ms: i64,
@@ -284,25 +310,29 @@ pub trait OrderStore: Send + Sync {
     /// first failing condition in that order is the one reported.
     async fn confirm_orders(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         per_user_limit: u32,
         units: &[Unit<NewOrder>],
     ) -> Result<(), ConfirmRejected>;
     /// In one transaction: each unit's order put as REJECTED (absent before); no stock change.
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected>;
-    /// In one transaction: each order (marker = order id, payload = its holder and quantity)
+    /// In one transaction: each order (marker = order id, payload = the order and its holder)
     /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]), per holder `units -= k` on
     /// the buyer's item (`k` the sum of their orders' quantities), and the sale's
     /// `stockRemaining +=` the sum of every order's quantity.
-    async fn cancel_orders(&self, sale_id: &str, units: &[Unit<Holder>]) -> Result<(), Rejected>;
+    async fn cancel_orders(
+        &self,
+        sale_id: &SaleId,
+        units: &[Unit<HeldOrder>],
+    ) -> Result<(), Rejected>;
     /// The sale's `stockRemaining`, strongly consistent; `None` for an unknown sale.
-    async fn stock_remaining(&self, sale_id: &str) -> Result<Option<i64>, OrderStoreError>;
+    async fn stock_remaining(&self, sale_id: &SaleId) -> Result<Option<i64>, OrderStoreError>;
     /// The sale's stock and per-user limit in one strongly consistent read; `None` for an
     /// unknown sale.
-    async fn sale_guards(&self, sale_id: &str) -> Result<Option<SaleGuards>, OrderStoreError>;
+    async fn sale_guards(&self, sale_id: &SaleId) -> Result<Option<SaleGuards>, OrderStoreError>;
     /// The units `user` holds of the sale (CONFIRMED or PAID orders), strongly consistent.
-    async fn buyer_units(&self, sale_id: &str, user: &UserId) -> Result<i64, OrderStoreError>;
-    async fn order(&self, order_id: &str) -> Result<Option<Order>, OrderStoreError>;
+    async fn buyer_units(&self, sale_id: &SaleId, user: &UserId) -> Result<i64, OrderStoreError>;
+    async fn order(&self, order_id: &OrderId) -> Result<Option<Order>, OrderStoreError>;
     async fn orders_of(
         &self,
         user: &UserId,
@@ -313,7 +343,7 @@ pub trait OrderStore: Send + Sync {
     /// `false` when that condition failed.
     async fn keep_for_delivery(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
     ) -> Result<bool, OrderStoreError>;
     /// Gives a CONFIRMED order of `user` the payment id `new_payment_id` unless it has one:
@@ -321,7 +351,7 @@ pub trait OrderStore: Send + Sync {
     /// `user`.
     async fn open_payment(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         user: &UserId,
         new_payment_id: &str,
     ) -> Result<Option<String>, OrderStoreError>;
@@ -330,7 +360,7 @@ pub trait OrderStore: Send + Sync {
     /// calls it ([`crate::seckill::payment::settle`]).
     async fn settle_online(
         &self,
-        order_id: &str,
+        order_id: &OrderId,
         payment_id: &str,
         at: &str,
     ) -> Result<bool, OrderStoreError>;
@@ -341,7 +371,7 @@ pub trait OrderStore: Send + Sync {
     async fn live_sales(&self) -> Result<LiveSales, OrderStoreError>;
     /// Takes an ended sale off the live index and marks it ENDED, at `now`; `false` when it
     /// was not on it (any more).
-    async fn retire_sale(&self, sale_id: &str, now: &str) -> Result<bool, OrderStoreError>;
+    async fn retire_sale(&self, sale_id: &SaleId, now: &str) -> Result<bool, OrderStoreError>;
     /// The refunds still `DUE`, oldest first (a keyed read of the due refunds' index).
     async fn refunds_due(
         &self,
@@ -352,7 +382,7 @@ pub trait OrderStore: Send + Sync {
     async fn refund(
         &self,
         payment_id: &str,
-        order_id: &str,
+        order_id: &OrderId,
     ) -> Result<Option<RefundRecord>, OrderStoreError>;
     /// How many refunds are `DUE` and when the oldest was recorded (keyed reads of the due
     /// refunds' index, counted, not fetched).
@@ -370,7 +400,7 @@ pub trait OrderStore: Send + Sync {
 /// A reservation the admission script recorded in the sale's `pending` hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingReservation {
-    pub order_id: String,
+    pub order_id: OrderId,
     pub user_id: String,
     pub reserved_at_ms: i64,
     /// The units it reserved.
@@ -386,7 +416,11 @@ pub struct ReservationsError(#[from] pub anyhow::Error);
 #[async_trait]
 pub trait Reservations: Send + Sync {
     /// The orders are materialized: remove them from the `pending` worklist (idempotent).
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError>;
+    async fn confirm(
+        &self,
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<(), ReservationsError>;
     /// The order consumer takes one sale's orders over before materializing them, in one
     /// atomic step (`claim.lua`): returns those already released (their unit was given back;
     /// the order must be REJECTED), and removes every other one from `pending`, so that a
@@ -394,28 +428,29 @@ pub trait Reservations: Send + Sync {
     /// pending nor released is one this consumer claimed before.
     async fn claim(
         &self,
-        sale_id: &str,
-        order_ids: &[String],
-    ) -> Result<HashSet<String>, ReservationsError>;
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError>;
     /// Gives the order's units back at most once per order (the `released` set): without a
     /// `holder` only a reservation still pending (its entry says how many units); with the
     /// user who holds it and its quantity, also an order confirmed since. `true` when this
     /// call gave them back.
     async fn release(
         &self,
-        sale_id: &str,
-        order_id: &str,
+        sale_id: &SaleId,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, ReservationsError>;
-    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError>;
+    async fn pending(&self, sale_id: &SaleId)
+    -> Result<Vec<PendingReservation>, ReservationsError>;
     /// The units left to reserve; `None` when the sale is not (or no longer) in Redis.
-    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError>;
+    async fn stock(&self, sale_id: &SaleId) -> Result<Option<i64>, ReservationsError>;
     /// Lowers the stock to at most `dynamo_stock_remaining` minus the pending reservations' units,
     /// atomically (`cap.lua`), never raising it; returns the units it took away (0 when the
     /// stock was within that ceiling or the sale is not in Redis).
     async fn cap_stock(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         dynamo_stock_remaining: i64,
     ) -> Result<i64, ReservationsError>;
 }
@@ -441,11 +476,7 @@ pub struct PendingError(#[from] pub anyhow::Error);
 pub trait PendingOrders: Send + Sync {
     /// The admitted order `order_id` of the sale, in one round trip; `None` when the script
     /// never admitted it (or Redis lost the sale).
-    async fn admitted(
-        &self,
-        sale_id: &SaleId,
-        order_id: &str,
-    ) -> Result<Option<AdmittedOrder>, PendingError>;
+    async fn admitted(&self, order_id: &OrderId) -> Result<Option<AdmittedOrder>, PendingError>;
 }
 
 /// An order as its owner reads it: from the commerce table once materialized, else `PENDING`
@@ -461,34 +492,31 @@ pub enum OrderView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingOrder {
-    pub order_id: String,
-    pub sale_id: String,
+    pub order_id: OrderId,
+    pub sale_id: SaleId,
     /// Always `PENDING`.
     pub status: &'static str,
 }
 
-/// The `caller`'s order `order_id`: DynamoDB first; if absent and the id names a sale, one
-/// Redis round trip: `PENDING` when the caller placed it and its unit was not given back.
+/// The `caller`'s order `order_id`: DynamoDB first; if absent, one Redis round trip on the
+/// keys of the sale the id names: `PENDING` when the caller placed it and its unit was not given back.
 /// `None` for anyone else's order, an unknown or released one (nothing tells them apart).
 pub async fn find_order(
     store: &dyn OrderStore,
     pending: &dyn PendingOrders,
     caller: &UserId,
-    order_id: &str,
+    order_id: &OrderId,
 ) -> Result<Option<OrderView>, OrderStoreError> {
     if let Some(order) = store.order(order_id).await? {
         return Ok((order.user_id == *caller).then_some(OrderView::Materialized(Box::new(order))));
     }
-    let Ok(id) = OrderId::parse(order_id) else {
-        return Ok(None);
-    };
-    let admitted = (pending.admitted(id.sale_id(), id.as_str()).await)
-        .map_err(|err| OrderStoreError::Failed(err.into()))?;
+    let admitted =
+        (pending.admitted(order_id).await).map_err(|err| OrderStoreError::Failed(err.into()))?;
     Ok(match admitted {
         Some(admitted) if admitted.user_id == caller.as_str() && !admitted.released => {
             Some(OrderView::Pending(PendingOrder {
-                order_id: id.as_str().to_owned(),
-                sale_id: id.sale_id().as_str().to_owned(),
+                order_id: order_id.clone(),
+                sale_id: order_id.sale_id().clone(),
                 status: "PENDING",
             }))
         }
@@ -504,18 +532,19 @@ pub struct PaymentDueError(#[from] pub anyhow::Error);
 /// Where `PaymentDue` events go (a delay queue: they arrive when the payment window ends).
 #[async_trait]
 pub trait PaymentDueSink: Send + Sync {
-    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError>;
+    async fn payment_due(&self, due: &DueOrder) -> Result<(), PaymentDueError>;
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::seckill::order::fake::{S1, placed};
+    use crate::seckill::order::fake::{S1, oid, placed};
 
     #[test]
     fn an_order_placed_event_becomes_a_new_order_with_a_stable_creation_time() {
         let order = parse_order_placed(&placed("o1", S1, "alice")).unwrap();
-        assert_eq!(order.order_id, "o1");
+        assert_eq!(order.order_id, oid(S1, "o1"));
+        assert_eq!(order.sale_id.as_str(), S1);
         assert_eq!(order.user_id.as_str(), "alice");
         assert_eq!(order.created_at, "2026-11-30T17:33:20.000000Z");
     }
@@ -529,7 +558,60 @@ mod tests {
         let due = crate::seckill::order::fake::due("o1", S1);
         let due = due.as_str();
         assert!(parse_order_placed(due).is_err());
-        assert_eq!(parse_payment_due(due).unwrap().order_id, "o1");
+        assert_eq!(parse_payment_due(due).unwrap().order_id, oid(S1, "o1"));
+    }
+
+    /// Key-safe ids that are not of the form the order route mints: the event can never be
+    /// applied, so it is refused (to the dead-letter queue), never a panic further on.
+    pub(crate) const NOT_ORDER_IDS: [&str; 3] = [
+        "o1",
+        "0190a1b2-c3d4-7e5f-8a9b-000000000001",
+        "0190a1b2-c3d4-7e5f-8a9b-000000000001.nope",
+    ];
+
+    #[test]
+    fn an_event_whose_order_id_is_no_order_id_is_refused_as_invalid() {
+        for bad in NOT_ORDER_IDS {
+            let mut body: serde_json::Value =
+                serde_json::from_str(&placed("o1", S1, "alice")).unwrap();
+            body["payload"]["orderId"] = bad.into();
+            let err = parse_order_placed(&body.to_string()).unwrap_err();
+            assert!(
+                matches!(err, OrderEventError::Invalid(InvalidOrder("orderId"))),
+                "{bad}: {err:?}"
+            );
+            let mut body: serde_json::Value =
+                serde_json::from_str(&crate::seckill::order::fake::due("o1", S1)).unwrap();
+            body["payload"]["orderId"] = bad.into();
+            let err = parse_payment_due(&body.to_string()).unwrap_err();
+            assert!(
+                matches!(err, OrderEventError::Invalid(InvalidOrder("orderId"))),
+                "{bad}: {err:?}"
+            );
+        }
+        let mut body: serde_json::Value =
+            serde_json::from_str(&crate::seckill::order::fake::due("o1", S1)).unwrap();
+        body["payload"]["saleId"] = "s1".into();
+        let err = parse_payment_due(&body.to_string()).unwrap_err();
+        assert!(
+            matches!(err, OrderEventError::Invalid(InvalidOrder("saleId"))),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_consumer_refuses_a_message_whose_order_id_is_no_order_id() {
+        let world = crate::seckill::order::fake::World::new(S1, 10);
+        for bad in NOT_ORDER_IDS {
+            let mut placed: serde_json::Value =
+                serde_json::from_str(&placed("o1", S1, "alice")).unwrap();
+            placed["payload"]["orderId"] = bad.into();
+            let failed =
+                consumer::handle_batch(world.deps(), crate::testing::batch(&[placed.to_string()]))
+                    .await;
+            assert_eq!(failed, ["m0"], "{bad}");
+        }
+        assert_eq!(world.store.orders(), 0);
     }
 
     #[test]

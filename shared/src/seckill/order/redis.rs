@@ -6,7 +6,7 @@
 
 use crate::cloud::RedisSetupError;
 use crate::config::Env;
-use crate::ids::SaleId;
+use crate::ids::{OrderId, SaleId};
 use crate::script::LuaScript;
 use crate::seckill::admission::{Admission, Holder};
 use crate::seckill::keys::SaleKeys;
@@ -39,10 +39,6 @@ pub struct RedisReservations {
     sales: RedisSales,
     claim: LuaScript,
     cap: LuaScript,
-}
-
-fn sale_id(raw: &str) -> anyhow::Result<SaleId> {
-    SaleId::parse(raw).with_context(|| format!("{raw:?} is not a sale id"))
 }
 
 impl RedisReservations {
@@ -80,9 +76,11 @@ impl RedisReservations {
     }
 }
 
-/// A `pending` entry, `userId:reservedAtMs:units` (user ids never hold ':'); an entry written
-/// before orders had a quantity, `userId:reservedAtMs`, is one unit.
-fn parse_pending(order_id: String, entry: &str) -> Option<PendingReservation> {
+/// A `pending` field and entry: an [`OrderId`] and `userId:reservedAtMs:units` (user ids never
+/// hold ':'); an entry written before orders had a quantity, `userId:reservedAtMs`, is one
+/// unit.
+fn parse_pending(order_id: &str, entry: &str) -> Option<PendingReservation> {
+    let order_id = OrderId::parse(order_id).ok()?;
     let mut fields = entry.split(':');
     let user_id = fields.next()?.to_owned();
     let reserved_at_ms = fields.next()?.parse().ok()?;
@@ -101,17 +99,26 @@ fn parse_pending(order_id: String, entry: &str) -> Option<PendingReservation> {
     })
 }
 
+/// The ids as Redis takes them.
+fn raw(order_ids: &[OrderId]) -> Vec<&str> {
+    order_ids.iter().map(OrderId::as_str).collect()
+}
+
 #[async_trait]
 impl Reservations for RedisReservations {
     #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
-    async fn confirm(&self, sale_id: &str, order_ids: &[String]) -> Result<(), ReservationsError> {
+    async fn confirm(
+        &self,
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<(), ReservationsError> {
         if order_ids.is_empty() {
             return Ok(());
         }
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
         let _: i64 = connection
-            .hdel(&keys.pending, order_ids)
+            .hdel(&keys.pending, raw(order_ids))
             .await
             .context("failed to remove confirmed reservations from pending")?;
         Ok(())
@@ -120,9 +127,9 @@ impl Reservations for RedisReservations {
     #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
     async fn claim(
         &self,
-        sale_id: &str,
-        order_ids: &[String],
-    ) -> Result<HashSet<String>, ReservationsError> {
+        sale_id: &SaleId,
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError> {
         if order_ids.is_empty() {
             return Ok(HashSet::new());
         }
@@ -131,29 +138,35 @@ impl Reservations for RedisReservations {
         let released: Vec<String> = self
             .claim
             .call(&self.connection, &script_keys, |call| {
-                call.arg(order_ids);
+                call.arg(raw(order_ids));
             })
             .await
             .context("the claim script failed")?;
-        Ok(released.into_iter().collect())
+        let released = released.iter().map(|id| {
+            OrderId::parse(id).with_context(|| format!("the claim script answered {id:?}"))
+        });
+        Ok(released.collect::<anyhow::Result<_>>()?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn release(
         &self,
-        sale_id: &str,
-        order_id: &str,
+        sale_id: &SaleId,
+        order_id: &OrderId,
         holder: Option<&Holder>,
     ) -> Result<bool, ReservationsError> {
         Ok(self
             .sales
-            .release(&self::sale_id(sale_id)?, order_id, holder)
+            .release(sale_id, order_id, holder)
             .await
             .map_err(anyhow::Error::from)?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn pending(&self, sale_id: &str) -> Result<Vec<PendingReservation>, ReservationsError> {
+    async fn pending(
+        &self,
+        sale_id: &SaleId,
+    ) -> Result<Vec<PendingReservation>, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
         let entries: HashMap<String, String> = connection
@@ -162,9 +175,9 @@ impl Reservations for RedisReservations {
             .context("failed to read pending reservations")?;
         let mut pending = Vec::with_capacity(entries.len());
         for (order_id, entry) in entries {
-            match parse_pending(order_id, &entry) {
+            match parse_pending(&order_id, &entry) {
                 Some(reservation) => pending.push(reservation),
-                None => tracing::error!(sale_id, entry, "malformed pending entry"),
+                None => tracing::error!(%sale_id, order_id, entry, "malformed pending entry"),
             }
         }
         pending.sort_by_key(|p| p.reserved_at_ms);
@@ -172,7 +185,7 @@ impl Reservations for RedisReservations {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn stock(&self, sale_id: &str) -> Result<Option<i64>, ReservationsError> {
+    async fn stock(&self, sale_id: &SaleId) -> Result<Option<i64>, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
         let mut connection = self.connection.clone();
         connection
@@ -185,7 +198,7 @@ impl Reservations for RedisReservations {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn cap_stock(
         &self,
-        sale_id: &str,
+        sale_id: &SaleId,
         dynamo_stock_remaining: i64,
     ) -> Result<i64, ReservationsError> {
         let keys = SaleKeys::new(sale_id);
@@ -203,16 +216,12 @@ impl Reservations for RedisReservations {
 #[async_trait]
 impl PendingOrders for RedisReservations {
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn admitted(
-        &self,
-        sale_id: &SaleId,
-        order_id: &str,
-    ) -> Result<Option<AdmittedOrder>, PendingError> {
-        let keys = SaleKeys::new(sale_id.as_str());
+    async fn admitted(&self, order_id: &OrderId) -> Result<Option<AdmittedOrder>, PendingError> {
+        let keys = SaleKeys::new(order_id.sale_id());
         let mut connection = self.connection.clone();
         let (owner, released): (Option<String>, bool) = redis::pipe()
-            .hget(&keys.orders, order_id)
-            .sismember(&keys.released, order_id)
+            .hget(&keys.orders, order_id.as_str())
+            .sismember(&keys.released, order_id.as_str())
             .query_async(&mut connection)
             .await
             .context("failed to read an admitted order")?;
@@ -226,14 +235,24 @@ mod tests {
 
     #[test]
     fn pending_entries_carry_their_units_and_old_ones_are_one_unit() {
-        let parsed = parse_pending("o".into(), "ann:1700:3").unwrap();
+        let order = OrderId::generate(&SaleId::generate());
+        let o = order.as_str();
+        let parsed = parse_pending(o, "ann:1700:3").unwrap();
         assert_eq!(
             (parsed.user_id.as_str(), parsed.reserved_at_ms, parsed.units),
             ("ann", 1700, 3)
         );
-        assert_eq!(parse_pending("o".into(), "ann:1700").unwrap().units, 1);
+        assert_eq!(parsed.order_id, order);
+        assert_eq!(parse_pending(o, "ann:1700").unwrap().units, 1);
         for bad in ["ann", "ann:x", "ann:1700:0", "ann:1700:2:9", "ann:1700:-2"] {
-            assert_eq!(parse_pending("o".into(), bad), None, "{bad}");
+            assert_eq!(parse_pending(o, bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_pending_field_that_is_no_order_id_is_malformed() {
+        for bad in ["o", "o#1", ""] {
+            assert_eq!(parse_pending(bad, "ann:1700:1"), None, "{bad}");
         }
     }
 }

@@ -4,6 +4,7 @@
 //! them back is the payment concern's ([`crate::seckill::payment`]).
 
 use crate::cursor::Cursor;
+use crate::ids::OrderId;
 use crate::seckill::order::Order;
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +93,7 @@ impl RefundReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refund {
     pub payment_id: String,
-    pub order_id: String,
+    pub order_id: OrderId,
     pub user_id: String,
     pub amount_cents: u64,
     pub currency: Currency,
@@ -132,7 +133,7 @@ impl RefundState {
 #[serde(rename_all = "camelCase")]
 pub struct RefundRecord {
     pub payment_id: String,
-    pub order_id: String,
+    pub order_id: OrderId,
     pub user_id: String,
     pub amount_cents: u64,
     pub currency: Currency,

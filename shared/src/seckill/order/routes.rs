@@ -8,7 +8,7 @@
 
 use crate::auth::Caller;
 use crate::http::{ApiError, json, path_parameter, record_id};
-use crate::ids::{UserId, valid_id};
+use crate::ids::{OrderId, UserId, valid_id};
 use crate::seckill::order::{Order, OrderStore, OrderStoreError, PendingOrders, find_order};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -28,15 +28,26 @@ fn not_found() -> ApiError {
 
 /// The `{orderId}` of the path: a malformed one is a 400 (it cannot name any order), a
 /// well-formed one that is unknown or someone else's is the same 404.
-fn path_order(request: &Request) -> Result<String, ApiError> {
-    let order_id = path_parameter(request, "orderId")?;
-    if !valid_id(&order_id) {
-        return Err(ApiError::bad_request(
-            "orderId in the path must be 1 to 128 characters of letters, digits, '-', '_' or '.'",
-        ));
+fn path_order(request: &Request) -> Result<OrderId, ApiError> {
+    path_order_id(request, "orderId", not_found)
+}
+
+/// The order id `name` of the path: a malformed one is a 400 (it cannot name any order); one
+/// well-formed but not of the form the order route mints ([`OrderId`]) names no order, so it
+/// is `unknown`, as an order that does not exist is.
+pub(crate) fn path_order_id(
+    request: &Request,
+    name: &'static str,
+    unknown: fn() -> ApiError,
+) -> Result<OrderId, ApiError> {
+    let raw = path_parameter(request, name)?;
+    if !valid_id(&raw) {
+        return Err(ApiError::bad_request(format!(
+            "{name} in the path must be 1 to 128 characters of letters, digits, '-', '_' or '.'"
+        )));
     }
-    record_id("order", &order_id);
-    Ok(order_id)
+    record_id("order", &raw);
+    OrderId::parse(&raw).map_err(|_| unknown())
 }
 
 /// The caller's order named by the path, or a 404.
@@ -105,7 +116,8 @@ mod tests {
     use crate::ids::{OrderId, SaleId};
     use crate::seckill::order::Reservations;
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, placed, seeded, with_order,
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, S2, order_id, order_name, placed,
+        seeded, with_order,
     };
 
     use crate::seckill::order::consumer as order_consumer;
@@ -167,7 +179,8 @@ mod tests {
             [S1, S1, S2].map(|s| OrderId::generate(&SaleId::parse(s).unwrap()).to_string());
         redis.reserve(S1, &mine, "alice");
         redis.reserve(S1, &released, "alice");
-        assert!(redis.release(S1, &released, None).await.unwrap());
+        let released_id = OrderId::parse(&released).unwrap();
+        assert!(redis.release(&sale, &released_id, None).await.unwrap());
 
         let (status, body) = get_with(&store, &redis, "alice", &mine).await;
         assert_eq!(status, 200, "{body}");
@@ -227,11 +240,11 @@ mod tests {
         };
         let (status, first) = answer(list(HashMap::from([("limit".into(), "2".into())])).await);
         assert_eq!(status, 200);
-        let ids: Vec<&str> = first["items"]
+        let ids: Vec<String> = first["items"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|o| o["orderId"].as_str().unwrap())
+            .map(|o| order_name(o["orderId"].as_str().unwrap()))
             .collect();
         assert_eq!(ids, ["o3", "o2"]);
         let cursor = first["nextCursor"].as_str().unwrap().to_owned();
@@ -242,7 +255,7 @@ mod tests {
             ]))
             .await,
         );
-        assert_eq!(second["items"][0]["orderId"], "o1");
+        assert_eq!(second["items"][0]["orderId"], order_id(S1, "o1"));
         assert!(second["nextCursor"].is_null());
         for (name, value) in [("limit", "0"), ("cursor", "garbage!")] {
             let (status, _) = answer(list(HashMap::from([(name.into(), value.into())])).await);

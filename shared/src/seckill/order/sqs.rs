@@ -3,7 +3,7 @@
 use crate::config::{ConfigError, Env};
 use crate::events::{Envelope, PAYMENT_DUE, PaymentDue};
 use crate::queue::Queue;
-use crate::seckill::order::{PaymentDueError, PaymentDueSink};
+use crate::seckill::order::{DueOrder, PaymentDueError, PaymentDueSink};
 use anyhow::Context;
 use async_trait::async_trait;
 
@@ -28,13 +28,13 @@ impl SqsPaymentDueSink {
 #[async_trait]
 impl PaymentDueSink for SqsPaymentDueSink {
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn payment_due(&self, due: &PaymentDue) -> Result<(), PaymentDueError> {
+    async fn payment_due(&self, due: &DueOrder) -> Result<(), PaymentDueError> {
         let envelope = Envelope {
             kind: PAYMENT_DUE.to_owned(),
             version: 1,
             id: uuid::Uuid::new_v4().to_string(),
             occurred_at: crate::clock::now_rfc3339(),
-            payload: due,
+            payload: PaymentDue::from(due),
         };
         self.queue
             .send(&envelope, None)

@@ -55,7 +55,7 @@ pub const TOLERANCE_SECONDS: i64 = 300;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentSession {
     pub payment_id: String,
-    pub order_id: String,
+    pub order_id: OrderId,
     pub amount_cents: u64,
     pub currency: Currency,
     /// Where the provider sends the buyer back (a path of this origin).
@@ -278,7 +278,7 @@ pub async fn settle(
     at: &str,
 ) -> Result<Settlement, SettleError> {
     let mut order = store
-        .order(notice.order_id.as_str())
+        .order(&notice.order_id)
         .await?
         .ok_or(SettleError::UnknownOrder)?;
     if notice.status == PaymentStatus::Failed {
@@ -305,7 +305,7 @@ pub async fn settle(
             Err(reason) => return refund(store, &order, notice, reason, at).await,
         }
         order = store
-            .order(notice.order_id.as_str())
+            .order(&notice.order_id)
             .await?
             .ok_or(SettleError::UnknownOrder)?;
     }
@@ -347,7 +347,7 @@ async fn refund(
 mod tests {
     use super::*;
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryReservations, O1, O2, S1, add_awaiting_payment, awaiting_payment,
+        MemoryOrders, MemoryReservations, O1, O2, S1, add_awaiting_payment, awaiting_payment, oid,
     };
     use crate::seckill::payment::timeout;
     use crate::testing::batch;
@@ -431,17 +431,23 @@ mod tests {
         let (store, _) = confirmed().await;
         let ann = crate::ids::UserId::parse("ann").unwrap();
         // Asking again answers the same payment; someone else's order opens nothing.
-        let again = store.open_payment(O1, &ann, "p-other").await.unwrap();
+        let again = store
+            .open_payment(&oid(S1, O1), &ann, "p-other")
+            .await
+            .unwrap();
         assert_eq!(again.as_deref(), Some("p1"));
         let bob = crate::ids::UserId::parse("bob").unwrap();
-        assert_eq!(store.open_payment(O1, &bob, "p9").await.unwrap(), None);
+        assert_eq!(
+            store.open_payment(&oid(S1, O1), &bob, "p9").await.unwrap(),
+            None
+        );
 
         let failed = settle(&store, &notice("p1", 1_980, PaymentStatus::Failed), "t").await;
         assert_eq!(failed.unwrap(), Settlement::Failed);
         assert_eq!(store.status(O1), Some(OrderStatus::Confirmed));
         let paid = notice("p1", 1_980, PaymentStatus::Succeeded);
         assert_eq!(settle(&store, &paid, "t").await.unwrap(), Settlement::Paid);
-        let order = store.order(O1).await.unwrap().unwrap();
+        let order = store.order(&oid(S1, O1)).await.unwrap().unwrap();
         assert_eq!(order.status, OrderStatus::Paid);
         assert_eq!(order.paid_at.as_deref(), Some("t"));
         // Delivered again: nothing changes, nothing is refunded.
@@ -615,7 +621,7 @@ mod tests {
         let of = |order: &str| {
             refunds
                 .iter()
-                .find(|r| r.payment_id == "p1" && r.order_id == order)
+                .find(|r| r.payment_id == "p1" && r.order_id.as_str() == order)
                 .map(|r| (r.user_id.as_str(), r.reason, r.recorded_at.as_str()))
         };
         assert_eq!(of(O2), Some(("bob", RefundReason::UnknownPayment, "t1")));

@@ -10,6 +10,7 @@
 //! list in that same write (its index key moves to the settled refunds).
 
 use crate::cursor::{Cursor, PageLimit};
+use crate::ids::OrderId;
 pub use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
@@ -20,7 +21,7 @@ use crate::seckill::payment::{Currency, PaymentProvider, ProviderError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefundRequest {
     pub payment_id: String,
-    pub order_id: String,
+    pub order_id: OrderId,
     pub amount_cents: u64,
     pub currency: Currency,
 }
@@ -64,7 +65,7 @@ pub async fn settle_refund(
     store: &dyn OrderStore,
     provider: Option<&dyn PaymentProvider>,
     payment_id: &str,
-    order_id: &str,
+    order_id: &OrderId,
     at: &str,
 ) -> Result<RefundRecord, SettleRefundError> {
     let refund = store
@@ -109,14 +110,14 @@ pub async fn settle_refund(
 pub(crate) mod tests {
     use super::*;
     use crate::seckill::order::fake::MemoryReservations;
-    use crate::seckill::order::fake::{MemoryOrders, S1, add_awaiting_payment};
+    use crate::seckill::order::fake::{MemoryOrders, S1, add_awaiting_payment, oid};
     use crate::seckill::payment::sandbox::SandboxProvider;
     use crate::seckill::payment::{Refund, RefundReason};
 
     pub(crate) fn refund(payment: &str, order: &str, at: &str) -> Refund {
         Refund {
             payment_id: payment.to_owned(),
-            order_id: order.to_owned(),
+            order_id: oid(S1, order),
             user_id: "ann".to_owned(),
             amount_cents: 1_980,
             currency: Currency::shop(),
@@ -151,23 +152,23 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(second.items[0].payment_id, "p2");
 
-        let order = store.order("o1").await.unwrap().unwrap();
+        let order = store.order(&oid(S1, "o1")).await.unwrap().unwrap();
         assert_eq!(order.refunds.len(), 1);
         assert_eq!(order.refunds[0].state, RefundState::Due);
 
-        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", "o1", "t1")
+        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o1"), "t1")
             .await
             .unwrap();
         assert_eq!(settled.state, RefundState::Refunded);
         let provider_id = settled.provider_refund_id.clone().unwrap();
         // Again: the same answer, nothing refunded twice.
-        let again = settle_refund(&store, Some(&SandboxProvider), "p1", "o1", "t2")
+        let again = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o1"), "t2")
             .await
             .unwrap();
         assert_eq!(again, settled);
         assert_eq!(again.refunded_at.as_deref(), Some("t1"));
         assert_eq!(again.provider_refund_id, Some(provider_id));
-        let order = store.order("o1").await.unwrap().unwrap();
+        let order = store.order(&oid(S1, "o1")).await.unwrap().unwrap();
         assert_eq!(order.refunds[0].state, RefundState::Refunded);
         assert_eq!(order.refunds[0].refunded_at.as_deref(), Some("t1"));
         let due = refunds_due(&store, PageLimit::parse(None).unwrap(), None)
@@ -177,15 +178,20 @@ pub(crate) mod tests {
         assert_eq!(due, ["p2"]);
 
         // No provider (prod until one is plugged in): refused, still due.
-        let err = settle_refund(&store, None, "p2", "o2", "t3")
+        let err = settle_refund(&store, None, "p2", &oid(S1, "o2"), "t3")
             .await
             .unwrap_err();
         assert!(matches!(err, SettleRefundError::NoProvider), "{err:?}");
         assert_eq!(
-            store.refund("p2", "o2").await.unwrap().unwrap().state,
+            store
+                .refund("p2", &oid(S1, "o2"))
+                .await
+                .unwrap()
+                .unwrap()
+                .state,
             RefundState::Due
         );
-        let err = settle_refund(&store, Some(&SandboxProvider), "p9", "o1", "t")
+        let err = settle_refund(&store, Some(&SandboxProvider), "p9", &oid(S1, "o1"), "t")
             .await
             .unwrap_err();
         assert!(matches!(err, SettleRefundError::UnknownRefund), "{err:?}");

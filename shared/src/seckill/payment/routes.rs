@@ -8,8 +8,8 @@ use crate::auth::Caller;
 use crate::emf;
 use crate::http::{ApiError, json, parse_body, record_id};
 use crate::http::{page_query, path_parameter};
-use crate::ids::valid_id;
-use crate::seckill::order::routes::{own_order, store_error};
+use crate::ids::{OrderId, valid_id};
+use crate::seckill::order::routes::{own_order, path_order_id, store_error};
 use crate::seckill::order::{Order, OrderStatus, OrderStore, PaymentMethod};
 use crate::seckill::payment::refunds::{self, RefundRecord, SettleRefundError};
 use crate::seckill::payment::{
@@ -96,7 +96,7 @@ struct Opened<'a> {
 }
 
 /// Where the provider sends the buyer back: the order's page.
-pub fn order_page(order_id: &str) -> String {
+pub fn order_page(order_id: &OrderId) -> String {
     format!("/shop/order.html?id={order_id}")
 }
 
@@ -247,8 +247,9 @@ pub async fn settle_refund(
 ) -> Result<Response<Body>, ApiError> {
     Caller::from_request(&request)?.require_admin()?;
     let payment_id = path_id(&request, "paymentId")?;
-    let order_id = path_id(&request, "orderId")?;
-    record_id("order", &order_id);
+    let order_id = path_order_id(&request, "orderId", || {
+        ApiError::not_found("no such refund")
+    })?;
     let at = crate::clock::format(OffsetDateTime::now_utc());
     match refunds::settle_refund(route.store, route.provider, &payment_id, &order_id, &at).await {
         Ok(refund) => Ok(json(StatusCode::OK, &refund)),
@@ -273,7 +274,8 @@ mod tests {
     use super::*;
     use crate::consumer::Message;
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryReservations, S1, add_awaiting_payment, due, seeded, with_order,
+        MemoryOrders, MemoryReservations, S1, add_awaiting_payment, due, oid, order_id, seeded,
+        with_order,
     };
     use crate::seckill::payment::sandbox::SandboxProvider;
     use crate::seckill::payment::timeout as payment_timeout;
@@ -314,7 +316,11 @@ mod tests {
         );
         let (response, log) = logged(async { crate::http::answer(&handler, request).await }).await;
         assert_eq!(response.status(), 200);
-        assert!(log.contains("request{caller=alice order=o1}"), "{log}");
+        let o1 = order_id(S1, "o1");
+        assert!(
+            log.contains(&format!("request{{caller=alice order={o1}}}")),
+            "{log}"
+        );
     }
 
     #[tokio::test]
@@ -349,7 +355,8 @@ mod tests {
         let url = opened["payment"]["redirectUrl"].as_str().unwrap();
         assert!(
             url.starts_with(&format!(
-                "/sandbox/payments/{payment_id}?orderId=o3&amountCents=990&"
+                "/sandbox/payments/{payment_id}?orderId={}&amountCents=990&",
+                order_id(S1, "o3")
             )),
             "{url}"
         );
@@ -412,7 +419,7 @@ mod tests {
         add_awaiting_payment(&store, &MemoryReservations::default(), "o1", "ann", "p1").await;
         let refund = Refund {
             payment_id: "p1".to_owned(),
-            order_id: "o1".to_owned(),
+            order_id: oid(S1, "o1"),
             user_id: "ann".to_owned(),
             amount_cents: 1_980,
             currency: Currency::shop(),
@@ -427,7 +434,7 @@ mod tests {
         api_request("POST", "/admin/refunds/x/y/settle", "", who).with_path_parameters(
             HashMap::from([
                 ("paymentId".to_owned(), payment.to_owned()),
-                ("orderId".to_owned(), order.to_owned()),
+                ("orderId".to_owned(), order_id(S1, order)),
             ]),
         )
     }
@@ -457,7 +464,10 @@ mod tests {
         let (status, first) = answer(settle_refund(&route, settle(admin(), "p1", "o1")).await);
         assert_eq!(status, 200, "{first}");
         assert_eq!(first["state"], "REFUNDED");
-        assert_eq!(first["providerRefundId"], "sandbox-refund-p1-o1");
+        assert_eq!(
+            first["providerRefundId"],
+            format!("sandbox-refund-p1-{}", order_id(S1, "o1"))
+        );
         let again = answer(settle_refund(&route, settle(admin(), "p1", "o1")).await);
         assert_eq!(again, (200, first));
         let (_, listed) =

@@ -65,7 +65,7 @@ impl PaymentProvider for SandboxProvider {
         Ok(format!(
             "{SANDBOX_PATH}/{}?orderId={}&amountCents={}&returnUrl={}",
             encode(&session.payment_id),
-            encode(&session.order_id),
+            encode(session.order_id.as_str()),
             session.amount_cents,
             encode(&session.return_url),
         ))
@@ -174,11 +174,7 @@ pub async fn notice(
         .ok_or_else(|| ApiError::bad_request("paymentId in the path is missing or malformed"))?;
     let chosen: NoticeRequest = parse_body(request)?;
     record_id("order", &chosen.order_id);
-    let order = match store
-        .order(chosen.order_id.as_str())
-        .await
-        .map_err(store_error)?
-    {
+    let order = match store.order(&chosen.order_id).await.map_err(store_error)? {
         Some(order) if order.user_id == caller.user_id => order,
         _ => return Err(ApiError::not_found("no such order")),
     };
@@ -247,17 +243,20 @@ mod tests {
 
     #[tokio::test]
     async fn the_provider_sends_the_buyer_to_the_sandbox_page_of_the_payment() {
+        let order = crate::seckill::order::fake::O1;
         let session = PaymentSession {
             payment_id: "pay_1".into(),
-            order_id: "s.o".into(),
+            order_id: OrderId::parse(order).unwrap(),
             amount_cents: 1_998,
             currency: Currency::shop(),
-            return_url: "/shop/order.html?id=s.o".into(),
+            return_url: format!("/shop/order.html?id={order}"),
         };
         let url = SandboxProvider.open(&session).await.unwrap();
         assert_eq!(
             url,
-            "/sandbox/payments/pay_1?orderId=s.o&amountCents=1998&returnUrl=%2Fshop%2Forder.html%3Fid%3Ds.o"
+            format!(
+                "/sandbox/payments/pay_1?orderId={order}&amountCents=1998&returnUrl=%2Fshop%2Forder.html%3Fid%3D{order}"
+            )
         );
     }
 

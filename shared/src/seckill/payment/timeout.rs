@@ -11,16 +11,17 @@
 
 use crate::consumer::{Message, parse_each};
 use crate::emf;
+use crate::ids::SaleId;
 use crate::once::{Through, Unit, apply_once, merge};
 use crate::seckill::admission::Holder;
-use crate::seckill::order::{OrderStatus, OrderStore, Reservations, parse_payment_due};
+use crate::seckill::order::{HeldOrder, OrderStatus, OrderStore, Reservations, parse_payment_due};
 
-/// One sale's orders in a batch (marker = order id, payload = its holder and units): those to
-/// cancel, and those to release.
+/// One sale's orders in a batch (marker = order id, payload = the order and its holder): those
+/// to cancel, and those to release.
 struct SaleWork {
-    sale_id: String,
-    to_cancel: Vec<Unit<Holder>>,
-    to_release: Vec<Unit<Holder>>,
+    sale_id: SaleId,
+    to_cancel: Vec<Unit<HeldOrder>>,
+    to_release: Vec<Unit<HeldOrder>>,
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
@@ -36,12 +37,12 @@ pub async fn handle_batch(
         parsed
             .events
             .into_iter()
-            .map(|(message, due)| Unit::new(due.order_id, message, ()))
+            .map(|(message, due)| Unit::new(due.order_id.to_string(), message, due.order_id))
             .collect(),
     );
     let mut sales: Vec<SaleWork> = Vec::new();
     for unit in units {
-        let order = match store.order(&unit.marker).await {
+        let order = match store.order(&unit.payload).await {
             Ok(Some(order)) => order,
             Ok(None) => {
                 tracing::error!(order_id = %unit.marker, "a payment is due for an unknown order; dropping it");
@@ -67,9 +68,12 @@ pub async fn handle_batch(
         let unit = Unit {
             marker: unit.marker,
             messages: unit.messages,
-            payload: Holder {
-                user_id: order.user_id.clone(),
-                units: order.quantity,
+            payload: HeldOrder {
+                holder: Holder {
+                    user_id: order.user_id.clone(),
+                    units: order.quantity,
+                },
+                order_id: order.order_id,
             },
         };
         match order.status {
@@ -87,7 +91,7 @@ pub async fn handle_batch(
         if !to_cancel.is_empty() {
             let cancels = Through {
                 port: store,
-                context: sale_id.as_str(),
+                context: &sale_id,
                 max_units: store.limits().cancel,
                 call: |store, sale_id, units| store.cancel_orders(sale_id, units),
             };
@@ -106,7 +110,7 @@ pub async fn handle_batch(
         }
         for unit in to_release {
             match reservations
-                .release(&sale_id, &unit.marker, Some(&unit.payload))
+                .release(&sale_id, &unit.payload.order_id, Some(&unit.payload.holder))
                 .await
             {
                 Ok(true) => {
@@ -130,7 +134,7 @@ mod tests {
     use crate::seckill::order::consumer::{self, OrderDeps};
     use crate::seckill::order::fake::placed_units;
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryPayments, MemoryReservations, S1, due, placed,
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, due, oid, placed,
     };
     use crate::testing::batch;
 
@@ -163,6 +167,19 @@ mod tests {
                 .is_empty()
         );
         (store, reservations)
+    }
+
+    #[tokio::test]
+    async fn a_payment_due_whose_order_id_is_no_order_id_is_refused_not_applied() {
+        let (store, reservations) = confirmed(&[("o1", "a")]).await;
+        for bad in crate::seckill::order::tests::NOT_ORDER_IDS {
+            let mut body: serde_json::Value = serde_json::from_str(&due("o1", S1)).unwrap();
+            body["payload"]["orderId"] = bad.into();
+            let failed = handle_batch(&store, &reservations, batch(&[body.to_string()])).await;
+            assert_eq!(failed, ["m0"], "{bad}");
+        }
+        assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
+        assert!(reservations.released_of(S1).is_empty());
     }
 
     #[tokio::test]
@@ -222,14 +239,24 @@ mod tests {
         let alice = UserId::parse("a").unwrap();
         assert_eq!(
             store
-                .open_payment("o1", &alice, "p1")
+                .open_payment(&oid(S1, "o1"), &alice, "p1")
                 .await
                 .unwrap()
                 .as_deref(),
             Some("p1")
         );
-        assert!(store.settle_online("o1", "p1", "t").await.unwrap());
-        assert!(store.keep_for_delivery("o2", &alice).await.unwrap());
+        assert!(
+            store
+                .settle_online(&oid(S1, "o1"), "p1", "t")
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .keep_for_delivery(&oid(S1, "o2"), &alice)
+                .await
+                .unwrap()
+        );
         let bodies = [due("o1", S1), due("o2", S1), due("nope", S1)];
         time_out(&store, &reservations, &bodies).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Paid));

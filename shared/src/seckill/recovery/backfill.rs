@@ -12,6 +12,7 @@
 
 use crate::cursor::Cursor;
 use crate::dynamo::{Item, Table, cursor_of, get_s, key, s, start_key, write_retrying};
+use crate::ids::{OrderId, SaleId};
 use crate::retry::Backoff;
 use crate::seckill::keys::{
     ALL_SALES_PK, LIVE_SALES_PK, ORDER_SK, SALE_SK, all_sales_sk, live_sale_sk, order_pk,
@@ -83,7 +84,8 @@ pub async fn backfill_page(
 
 /// The sale's missing keys: gsi2 always, gsi1 while it is published and not retired.
 async fn backfill_sale(table: &Table, item: &Item) -> anyhow::Result<(bool, bool)> {
-    let sale_id = get_s(item, "saleId")?;
+    let sale_id = stored_sale_id(item)?;
+    let sale_id = &sale_id;
     let created_at = get_s(item, "createdAt")?;
     let listed = add_if_missing(
         table,
@@ -115,10 +117,18 @@ async fn backfill_sale(table: &Table, item: &Item) -> anyhow::Result<(bool, bool
     Ok((listed, made_live))
 }
 
+/// The item's `saleId`, which must be a [`SaleId`].
+fn stored_sale_id(item: &Item) -> anyhow::Result<SaleId> {
+    let raw = get_s(item, "saleId")?;
+    SaleId::parse(raw).with_context(|| format!("stored saleId {raw:?} is not a UUID"))
+}
+
 /// The order's missing per-sale keys (gsi3).
 async fn backfill_order(table: &Table, item: &Item) -> anyhow::Result<bool> {
-    let order_id = get_s(item, "orderId")?;
-    let sale_id = get_s(item, "saleId")?;
+    let raw = get_s(item, "orderId")?;
+    let order_id = &OrderId::parse(raw)
+        .with_context(|| format!("stored orderId {raw:?} is not an order id"))?;
+    let sale_id = &stored_sale_id(item)?;
     let created_at = get_s(item, "createdAt")?;
     add_if_missing(
         table,

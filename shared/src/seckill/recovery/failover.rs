@@ -124,7 +124,7 @@ pub struct Recovery {
     pub events: Vec<CacheEvent>,
     pub group: Option<CacheGroup>,
     /// Sales whose details were missing from Redis and were preheated again.
-    pub preheated: Vec<String>,
+    pub preheated: Vec<SaleId>,
     pub reconciled: Summary,
 }
 
@@ -159,8 +159,7 @@ pub async fn recover(
 
     let mut preheated = Vec::new();
     for published in deps.orders.live_sales().await?.sales {
-        let id = SaleId::parse(&published.sale_id)
-            .with_context(|| format!("{:?} is not a sale id", published.sale_id))?;
+        let id = published.sale_id.clone();
         if deps.cache.detail(&id).await?.is_some() {
             continue;
         }
@@ -281,7 +280,7 @@ mod tests {
             .unwrap();
 
         assert_eq!(recovery.events.len(), 1);
-        assert_eq!(recovery.preheated, [S1]);
+        assert_eq!(recovery.preheated, [SaleId::parse(S1).unwrap()]);
         let detail = world.sales.cached.lock().unwrap()[&SaleId::parse(S1).unwrap()].clone();
         assert_eq!(detail.stock_remaining, 6);
         assert_eq!(recovery.reconciled.sales[0].capped, 3);

@@ -27,6 +27,7 @@
 //! (its age alarm fires at 5 minutes) loses orders.
 
 use crate::config::{ConfigError, Env};
+use crate::ids::SaleId;
 use crate::seckill::order::{OrderStatus, OrderStore, Reservations};
 use serde::Serialize;
 use std::time::Duration;
@@ -78,7 +79,7 @@ impl Grace {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SaleReport {
-    pub sale_id: String,
+    pub sale_id: SaleId,
     pub redis_stock: Option<i64>,
     pub dynamo_stock_remaining: Option<i64>,
     pub pending: usize,
@@ -99,7 +100,7 @@ pub struct Summary {
     /// The items the read of the live sales returned: its cost.
     pub items_read: usize,
     /// Sales taken off the live index: ended, past their grace period, nothing pending.
-    pub retired: Vec<String>,
+    pub retired: Vec<SaleId>,
     pub released: usize,
     /// Sales that could not be reconciled this time (logged).
     pub failed: usize,
@@ -180,7 +181,7 @@ pub async fn reconcile(
 async fn retire(
     store: &dyn OrderStore,
     reservations: &dyn Reservations,
-    sale_id: &str,
+    sale_id: &SaleId,
 ) -> anyhow::Result<bool> {
     if !reservations.pending(sale_id).await?.is_empty() {
         return Ok(false);
@@ -189,7 +190,7 @@ async fn retire(
         .retire_sale(sale_id, &crate::clock::now_rfc3339())
         .await?;
     if retired {
-        tracing::info!(sale_id, "retired an ended sale from the live sales");
+        tracing::info!(%sale_id, "retired an ended sale from the live sales");
     }
     Ok(retired)
 }
@@ -197,7 +198,7 @@ async fn retire(
 async fn reconcile_sale(
     store: &dyn OrderStore,
     reservations: &dyn Reservations,
-    sale_id: &str,
+    sale_id: &SaleId,
     dynamo_stock_remaining: Option<i64>,
     grace: Duration,
     now_ms: i64,
@@ -205,7 +206,7 @@ async fn reconcile_sale(
     let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
     let pending = reservations.pending(sale_id).await?;
     let mut report = SaleReport {
-        sale_id: sale_id.to_owned(),
+        sale_id: sale_id.clone(),
         redis_stock: reservations.stock(sale_id).await?,
         dynamo_stock_remaining,
         pending: pending.len(),
@@ -229,7 +230,7 @@ async fn reconcile_sale(
                     .release(sale_id, &reservation.order_id, None)
                     .await?
                 {
-                    tracing::warn!(sale_id, order_id = %reservation.order_id, units = reservation.units, "released an orphaned reservation");
+                    tracing::warn!(%sale_id, order_id = %reservation.order_id, units = reservation.units, "released an orphaned reservation");
                     report.released += 1;
                     report.released_units += u64::from(reservation.units);
                 }
@@ -248,14 +249,14 @@ async fn reconcile_sale(
         report.capped = reservations.cap_stock(sale_id, remaining).await?;
         if report.capped > 0 {
             tracing::warn!(
-                sale_id,
+                %sale_id,
                 capped = report.capped,
                 "Redis admitted beyond what DynamoDB can confirm: its stock was capped"
             );
         }
     }
     tracing::info!(
-        sale_id,
+        %sale_id,
         redis_stock = report.redis_stock,
         dynamo_stock_remaining = report.dynamo_stock_remaining,
         pending = report.pending,
@@ -281,7 +282,7 @@ mod tests {
     use crate::seckill::order::consumer::{self, OrderDeps};
     use crate::seckill::order::fake::World;
     use crate::seckill::order::fake::{
-        MemoryOrders, MemoryPayments, MemoryReservations, S1, placed,
+        MemoryOrders, MemoryPayments, MemoryReservations, S1, oid, order_name, placed,
     };
 
     #[test]
@@ -338,7 +339,7 @@ mod tests {
         assert_eq!(due.oldest_refund_due_age_seconds, Some(90));
 
         // Settling the oldest: the count and the age follow, and the alarm on them clears.
-        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", "o1", "t1")
+        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o1"), "t1")
             .await
             .unwrap();
         assert_eq!(settled.state, RefundState::Refunded);
@@ -371,7 +372,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(summary.released, 1);
-        assert_eq!(summary.retired, [S1]);
+        assert_eq!(summary.retired, [SaleId::parse(S1).unwrap()]);
         assert!(!store.is_live(S1));
 
         // From then on the run reads nothing of it.
@@ -452,7 +453,7 @@ mod tests {
             .payments
             .sent()
             .into_iter()
-            .map(|due| due.order_id)
+            .map(|due| order_name(due.order_id.as_str()))
             .collect();
         assert_eq!(due, ["ok", "ok"]);
     }
@@ -462,13 +463,28 @@ mod tests {
         let world = World::new(S1, 10);
         world.reservations.reserve_at(S1, "o1", "a", 1_000);
         // The consumer claimed it, then its commit failed: the message will come back.
-        let ids = ["o1".to_owned()];
-        assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
+        let sale = SaleId::parse(S1).unwrap();
+        let ids = [oid(S1, "o1")];
+        assert!(
+            world
+                .reservations
+                .claim(&sale, &ids)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let summary = reconcile_at(&world, 110_000).await;
         assert_eq!(summary.released, 0);
         // Neither pending nor released: still the consumer's.
-        assert!(world.reservations.claim(S1, &ids).await.unwrap().is_empty());
-        assert!(!world.reservations.release(S1, "o1", None).await.unwrap());
+        assert!(
+            world
+                .reservations
+                .claim(&sale, &ids)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(!(world.reservations.release(&sale, &ids[0], None).await).unwrap());
 
         let bodies = [placed("o1", S1, "a")];
         world.consume(&bodies).await;

@@ -43,12 +43,12 @@ impl DynamoSaleStore {
 }
 
 pub(crate) fn sale_item(sale: &Sale) -> Item {
-    let mut item = key(sale_pk(sale.id.as_str()), SALE_SK);
+    let mut item = key(sale_pk(&sale.id), SALE_SK);
     item.extend([
         ("gsi2pk".to_owned(), s(ALL_SALES_PK)),
         (
             "gsi2sk".to_owned(),
-            s(all_sales_sk(&sale.created_at, sale.id.as_str())),
+            s(all_sales_sk(&sale.created_at, &sale.id)),
         ),
         ("entity".to_owned(), s("SALE")),
         ("saleId".to_owned(), s(sale.id.as_str())),
@@ -117,7 +117,7 @@ impl SaleStore for DynamoSaleStore {
         // during the sale is refused while one is in flight, and retried.
         let update = self
             .table
-            .update_item(key(sale_pk(id.as_str()), SALE_SK))
+            .update_item(key(sale_pk(id), SALE_SK))
             .update_expression(
                 "SET #state = :published, publishedAt = :now, gsi1pk = :live, gsi1sk = :start",
             )
@@ -127,7 +127,7 @@ impl SaleStore for DynamoSaleStore {
             .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":live", s(LIVE_SALES_PK))
-            .expression_attribute_values(":start", s(live_sale_sk(&starts_at, id.as_str())))
+            .expression_attribute_values(":start", s(live_sale_sk(&starts_at, id)))
             .return_values(ReturnValue::AllNew);
         let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
             update.clone().send()
@@ -163,7 +163,7 @@ impl SaleStore for DynamoSaleStore {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
-        let key = key(sale_pk(id.as_str()), SALE_SK);
+        let key = key(sale_pk(id), SALE_SK);
         let item = self
             .table
             .get_consistent(key, None, "failed to read the sale");
@@ -210,7 +210,7 @@ pub(crate) async fn live_items(table: &Table) -> anyhow::Result<(Vec<Item>, usiz
 
 /// Takes sale `sale_id` off the live index and marks it ENDED at `now`; `false` when it was
 /// not on it. Retried on conflicts: the sale item is in the order path's transactions.
-pub(crate) async fn retire(table: &Table, sale_id: &str, now: &str) -> anyhow::Result<bool> {
+pub(crate) async fn retire(table: &Table, sale_id: &SaleId, now: &str) -> anyhow::Result<bool> {
     let update = table
         .update_item(key(sale_pk(sale_id), SALE_SK))
         .update_expression("REMOVE gsi1pk, gsi1sk SET #state = :ended, retiredAt = :now")

@@ -82,7 +82,7 @@ fn detail_from(
 impl SaleCache for RedisSales {
     #[tracing::instrument(level = "debug", skip_all, fields(sale = %sale.id))]
     async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
-        let keys = SaleKeys::new(sale.id.as_str());
+        let keys = SaleKeys::new(&sale.id);
         let info: [(&str, String); 7] = [
             ("title", sale.title.clone()),
             ("priceCents", sale.price_cents.to_string()),
@@ -111,7 +111,7 @@ impl SaleCache for RedisSales {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError> {
-        let keys = SaleKeys::new(id.as_str());
+        let keys = SaleKeys::new(id);
         let mut connection = self.connection.clone();
         let (info, stock): (HashMap<String, String>, Option<i64>) = redis::pipe()
             .hgetall(&keys.info)
