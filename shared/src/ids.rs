@@ -31,8 +31,9 @@ pub fn is_key_safe(raw: &str, max: usize) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// An id that may go into a key (at most 128 characters, see [`is_key_safe`]): what an order
-/// id in an event or a path must be before anything looks it up.
+/// An id that may go into a key (at most 128 characters, see [`is_key_safe`]): what a payment
+/// id must be, and what an order id in a path must be not to be a malformed request (a
+/// key-safe one that is no [`OrderId`] names no order).
 pub fn valid_id(raw: &str) -> bool {
     is_key_safe(raw, MAX_ID)
 }

@@ -474,8 +474,8 @@ pub struct PendingError(#[from] pub anyhow::Error);
 /// The orders admitted in Redis, for reading an order before it is materialized.
 #[async_trait]
 pub trait PendingOrders: Send + Sync {
-    /// The admitted order `order_id` of the sale, in one round trip; `None` when the script
-    /// never admitted it (or Redis lost the sale).
+    /// The admitted order `order_id`, read from the keys of the sale it names, in one round
+    /// trip; `None` when the script never admitted it (or Redis lost the sale).
     async fn admitted(&self, order_id: &OrderId) -> Result<Option<AdmittedOrder>, PendingError>;
 }
 
