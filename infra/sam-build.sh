@@ -7,7 +7,9 @@
 # template's Architectures and the compile target agree. Every function is `BuildMethod: rust-cargolambda`: SAM runs
 # `cargo lambda build --release [--arm64] --bin NAME` per function, into the workspace's
 # target/, and copies the binary to .aws-sam/build/<LogicalId>/bootstrap. Prints the whole
-# build's wall time; infra/sam-check.sh checks the result.
+# build's wall time; infra/sam-check.sh checks the result. A build of the same inputs made
+# earlier on this machine is taken from infra/sam-build-cache.sh's cache instead
+# (SAM_BUILD_CACHE=off always builds).
 set -euo pipefail
 
 usage() {
@@ -47,6 +49,17 @@ export SAM_CLI_TELEMETRY=0
 
 echo "sam-build: $(sam --version), $(cargo lambda --version), $arch ($rust_target)"
 started=$SECONDS
+# A build of exactly these inputs made earlier on this machine, by any clone, is copied
+# instead of built again (infra/sam-build-cache.sh says what the key reads and why).
+cache=${SAM_BUILD_CACHE:-on}
+if [[ $cache != off ]]; then
+    key=$(infra/sam-build-cache.sh key "$arch")
+    if infra/sam-build-cache.sh restore "$key"; then
+        echo "sam-build: every function built for $arch, reused from the cache in $((SECONDS - started)) s (SAM_BUILD_CACHE=off builds anyway)"
+        exit 0
+    fi
+    echo "sam-build: nothing cached for these inputs (key $key); building"
+fi
 # SAM runs one `cargo lambda build --bin NAME` per function, and cargo's lock on target/ lets
 # only one of them work at a time, however many SAM starts; a fat-LTO link keeps one core busy.
 # One cargo invocation for every function first links them two at a time on two cores; the
@@ -65,4 +78,13 @@ sam build --template template.yaml --parameter-overrides "$(infra/sam-parameters
 elapsed=$((SECONDS - started))
 # infra/sam-check.sh reads which architecture the bootstraps were built for.
 echo "$arch" >.aws-sam/build/architecture
+binaries=()
+while read -r _ binary; do
+    binaries+=("$binary")
+done < <(infra/sam-functions.sh)
+infra/sam-build-cache.sh verify "$arch" "${binaries[@]}"
+# Kept only if no input changed while it built (an edit during the build makes another key).
+if [[ $cache != off && $(infra/sam-build-cache.sh key "$arch") == "$key" ]]; then
+    infra/sam-build-cache.sh store "$key"
+fi
 echo "sam-build: every function built for $arch in ${elapsed} s ($((elapsed / 60)) min $((elapsed % 60)) s)"

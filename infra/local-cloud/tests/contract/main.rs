@@ -4,7 +4,8 @@
 //! as the project means it (`template`); the shop's bucket, distribution and sign-in client
 //! are private and least-privilege (`shop`); `sam local` gets every variable it needs and no
 //! function is ever told that it runs under SAM (`sam_local`); the LocalStack profile starts what
-//! the runner provisions (`localstack`); the flash-sale code keeps its layout by concern (`layout`).
+//! the runner provisions (`localstack`); the flash-sale code keeps its layout by concern (`layout`);
+//! a cached `sam build` is reused only for the very inputs it was built from (`sam_build_cache`).
 
 #![expect(
     clippy::unwrap_used,
@@ -23,6 +24,7 @@ mod localstack;
 mod logging;
 mod openapi;
 mod policies;
+mod sam_build_cache;
 mod sam_local;
 mod shop;
 mod support;
