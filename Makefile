@@ -13,11 +13,16 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # the debug build and the release build of `sam build` alike; the workspace's own crates and
 # every function's LTO link are still compiled. SCCACHE=off, or a RUSTC_WRAPPER of your own,
 # leaves it out. The cache lives in sccache's own directory (~/.cache/sccache), bounded below.
+# sccache hashes a compiler's command line, target/ paths included, so the clone's own root is
+# a base directory (SCCACHE_BASEDIRS) cut from those paths: two clones then share entries.
+# The sccache server reads it when it starts; one started by another clone less than
+# SCCACHE_IDLE_TIMEOUT ago still cuts that clone's root, and this one's compiles miss.
 SCCACHE_BIN := $(if $(filter off,$(SCCACHE)),,$(shell command -v sccache 2>/dev/null))
 ifneq ($(SCCACHE_BIN),)
 export RUSTC_WRAPPER ?= $(SCCACHE_BIN)
 export SCCACHE_CACHE_SIZE ?= 6G
 export SCCACHE_IDLE_TIMEOUT ?= 120
+export SCCACHE_BASEDIRS ?= $(CURDIR)
 endif
 
 .PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
