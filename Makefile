@@ -25,6 +25,11 @@ export SCCACHE_IDLE_TIMEOUT ?= 120
 export SCCACHE_BASEDIRS ?= $(CURDIR)
 endif
 
+# The packages a test run builds: all but the functions (each folder's name is its package's).
+# A function is its main.rs, its logic in shared/ with the tests; its test harness would be a
+# debug link of the whole SDK for no test, 33 times (layout::a_function_is_only_its_main_and_holds_no_test).
+TESTED := --workspace $(addprefix --exclude ,$(notdir $(wildcard functions/*)))
+
 .PHONY: help dev token test check fmt fmt-check clippy unit-test emulator-test lint-template \
         emulators emulators-stop build release sam-build sam-check deploy-pages clean-local dlq-replay invoke load bench \
         schemathesis sam-local sam-invoke deploy destroy backfill-indexes
@@ -44,7 +49,7 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
-	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace && infra/reliability-report.sh .local/test" \
+	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) $(TESTED) && infra/reliability-report.sh .local/test" \
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
 	  "sam build for x86_64 Lambda (release profile)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
@@ -69,11 +74,11 @@ clippy: ## lint the code, warnings as errors
 	cargo clippy --workspace --all-targets -- -D warnings
 
 unit-test: ## the tests that need no emulator
-	$(NEXTEST) --workspace --lib --bins
+	$(NEXTEST) $(TESTED) --lib --bins
 
 emulator-test: ## all tests, with emulators of their own (.local/test)
 	cargo build --workspace --bins
-	LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) --workspace
+	LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) $(TESTED)
 
 lint-template: ## cfn-lint and sam validate --lint on template.yaml
 	infra/lint-template.sh
@@ -117,8 +122,10 @@ release: ## release build of every function (host architecture)
 ARCH ?= arm64
 
 # The SAM end-to-end test (infra/local-cloud/tests/sam): ignored in the other runs, since it
-# needs `sam local start-api` running on the bootstraps of .aws-sam/build.
-SAM_E2E_TEST := $(if $(findstring nextest,$(NEXTEST)),$(NEXTEST) -p local-cloud --test sam --run-ignored only,cargo test -p local-cloud --test sam -- --ignored)
+# needs `sam local start-api` running on the bootstraps of .aws-sam/build. Selected from the
+# packages the test run builds ($(TESTED)), not with -p local-cloud: cargo unifies features
+# over the packages selected, so -p alone compiled the dependencies again (3 min).
+SAM_E2E_TEST := $(if $(findstring nextest,$(NEXTEST)),$(NEXTEST) $(TESTED) --test sam --run-ignored only,cargo test $(TESTED) --test sam -- --ignored)
 SAM_E2E := LOCAL_STATE=.local/test-sam infra/sam-local.sh --no-build --port 0 --run $(SAM_E2E_TEST)
 
 sam-local: ## SAM's own loop on Docker: sam build, emulators, sam local start-api on :3000 (PORT=, ARGS=--no-build)

@@ -128,3 +128,39 @@ fn walk(folder: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// A function is its `main.rs` and nothing else: the logic is in `shared`, where its tests are.
+/// `make test` leaves the functions out of the test run (`--exclude`, see the Makefile), since a
+/// test harness per function is a debug link of the whole SDK each, 33 of them for no test; a
+/// test written in a function would then never run.
+#[test]
+fn a_function_is_only_its_main_and_holds_no_test() {
+    let mut functions = 0;
+    for entry in std::fs::read_dir(root().join("functions")).unwrap() {
+        let function = entry.unwrap().path();
+        let files: Vec<_> = walk(&function)
+            .into_iter()
+            .map(|path| path.strip_prefix(&function).unwrap().to_path_buf())
+            .filter(|path| !path.starts_with("target"))
+            .collect();
+        assert_eq!(
+            files
+                .iter()
+                .filter(|path| path.extension().is_some_and(|ext| ext == "rs"))
+                .count(),
+            1,
+            "{}: {files:?}",
+            function.display()
+        );
+        let main = std::fs::read_to_string(function.join("src/main.rs")).unwrap();
+        for test in ["#[test]", "#[tokio::test]", "cfg(test)"] {
+            assert!(
+                !main.contains(test),
+                "{}/src/main.rs holds {test}: move it into shared",
+                function.display()
+            );
+        }
+        functions += 1;
+    }
+    assert!(functions > 30, "{functions} functions");
+}
