@@ -24,10 +24,15 @@ step "Artillery smoke (follow, seckill)" loadtest/smoke-load.sh "$url"
 step "benchmark harness smoke (report and figure)" loadtest/bench.sh functions --smoke
 # The decoupling figure from the series that `make test`'s run of the e2e test left (the same
 # LOCAL_STATE), so that a change on either side that breaks the figure fails here.
+# The plot binary is built with the workspace's bins (a no-op after `make test`'s build step):
+# `cargo run -p plot` would resolve plot's features alone and compile it again.
+plot() {
+    cargo build -q --workspace --bins
+    "${CARGO_TARGET_DIR:-target}/debug/plot" "$@"
+}
 series=${LOCAL_STATE:-.local/test}/decoupling/series.json
 if [[ -f $series ]]; then
-    step "decoupling figure" cargo run -q -p plot -- decoupling --series "$series" \
-        --out "${series%.json}.svg"
+    step "decoupling figure" plot decoupling --series "$series" --out "${series%.json}.svg"
 else
     echo "--- decoupling figure: skipped, no $series (the e2e tests have not run here)"
 fi
