@@ -17,9 +17,12 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # a base directory (SCCACHE_BASEDIRS) cut from those paths: two clones then share entries.
 # The sccache server reads it when it starts; one started by another clone less than
 # SCCACHE_IDLE_TIMEOUT ago still cuts that clone's root, and this one's compiles miss.
+# infra/sccache-rustc.sh runs sccache, and builds each proc-macro without the clone's path in
+# it: one that recorded it (rustversion, under the AWS SDK) made every crate above it miss.
 SCCACHE_BIN := $(if $(filter off,$(SCCACHE)),,$(shell command -v sccache 2>/dev/null))
 ifneq ($(SCCACHE_BIN),)
-export RUSTC_WRAPPER ?= $(SCCACHE_BIN)
+export SCCACHE_BIN
+export RUSTC_WRAPPER ?= $(CURDIR)/infra/sccache-rustc.sh
 export SCCACHE_CACHE_SIZE ?= 6G
 export SCCACHE_IDLE_TIMEOUT ?= 120
 export SCCACHE_BASEDIRS ?= $(CURDIR)
