@@ -17,8 +17,9 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # a base directory (SCCACHE_BASEDIRS) cut from those paths: two clones then share entries.
 # The sccache server reads it when it starts; one started by another clone less than
 # SCCACHE_IDLE_TIMEOUT ago still cuts that clone's root, and this one's compiles miss.
-# infra/sccache-rustc.sh runs sccache, and builds each proc-macro without the clone's path in
-# it: one that recorded it (rustversion, under the AWS SDK) made every crate above it miss.
+# infra/sccache-rustc.sh runs sccache, and builds each crate with a build script and each
+# proc-macro without the clone's path in it: those that recorded it (serde_core, rustversion)
+# made every crate above them, the AWS SDK among them, miss in a fresh clone.
 SCCACHE_BIN := $(if $(filter off,$(SCCACHE)),,$(shell command -v sccache 2>/dev/null))
 ifneq ($(SCCACHE_BIN),)
 export SCCACHE_BIN

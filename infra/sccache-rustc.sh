@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# RUSTC_WRAPPER for `make` (see the Makefile): sccache, with every proc-macro built so that its
-# library does not depend on the clone's path.
+# RUSTC_WRAPPER for `make` (see the Makefile): sccache, with the crates that would record the
+# clone's path built without it.
 #
-# sccache hashes each crate's dependencies by their content. A proc-macro that includes a file
-# of its build script's OUT_DIR (rustversion does, under arc-swap and so the whole AWS SDK)
-# records that path, which is the clone's target directory: its library then differed in every
-# clone, and every crate above it missed the cache in a fresh clone (71 of 236 compiles of the
-# debug build, the SDK's crates among them). Remapping the clone's root out of a proc-macro's
-# paths makes it the same library everywhere. sccache never caches a proc-macro, so the added
-# flag changes no cache key; it changes no code either, only the paths the macro would print.
+# sccache hashes each crate's dependencies by their content. A crate that includes a file of
+# its build script's OUT_DIR (serde_core and serde do; rustversion, a proc-macro under
+# arc-swap, too) records that path, which is inside the clone's target directory: its library
+# then differed in every clone, and every crate above it (serde's users, the whole AWS SDK)
+# missed the cache in a fresh clone. Remapping the clone's root out of the paths of the crates
+# with a build script (cargo sets OUT_DIR for them) and of proc-macros makes them the same
+# library in every clone. Those crates miss in a fresh clone (their command line names the
+# clone; there are about 30, most of them small, and sccache never caches a proc-macro), the
+# crates above them hit. The flag changes no code, only the paths a panic or a debugger shows.
 #
 # Cargo calls it as `WRAPPER RUSTC ARGS...` (or `WRAPPER WORKSPACE-WRAPPER RUSTC ARGS...`).
 set -euo pipefail
 
 args=("$@")
+remap=0
+[[ -z ${OUT_DIR:-} ]] || remap=1
 for ((i = 1; i + 1 < ${#args[@]}; i++)); do
     if [[ ${args[i]} == --crate-type && ${args[i + 1]} == proc-macro ]]; then
-        args+=(--remap-path-prefix "${SCCACHE_BASEDIRS%/}/=")
+        remap=1
         break
     fi
 done
+if ((remap)) && [[ -n ${SCCACHE_BASEDIRS:-} ]]; then
+    args+=(--remap-path-prefix "${SCCACHE_BASEDIRS%/}/=")
+fi
 exec "${SCCACHE_BIN:?the Makefile sets SCCACHE_BIN}" "${args[@]}"
