@@ -15,8 +15,10 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # leaves it out. The cache lives in sccache's own directory (~/.cache/sccache), bounded below.
 # sccache hashes a compiler's command line, target/ paths included, so the clone's own root is
 # a base directory (SCCACHE_BASEDIRS) cut from those paths: two clones then share entries.
-# The sccache server reads it when it starts; one started by another clone less than
-# SCCACHE_IDLE_TIMEOUT ago still cuts that clone's root, and this one's compiles miss.
+# The sccache server reads it when it starts, so each clone talks to a server of its own, on a
+# socket named after the clone's path (SCCACHE_SERVER_UDS); on sccache's one default port, a
+# server another clone started less than SCCACHE_IDLE_TIMEOUT ago cut that clone's root, and
+# every compile of this one missed. The servers share the cache directory.
 # infra/sccache-rustc.sh runs sccache, and builds each crate with a build script and each
 # proc-macro without the clone's path in it: those that recorded it (serde_core, rustversion)
 # made every crate above them, the AWS SDK among them, miss in a fresh clone.
@@ -27,6 +29,7 @@ export RUSTC_WRAPPER ?= $(CURDIR)/infra/sccache-rustc.sh
 export SCCACHE_CACHE_SIZE ?= 6G
 export SCCACHE_IDLE_TIMEOUT ?= 120
 export SCCACHE_BASEDIRS ?= $(CURDIR)
+export SCCACHE_SERVER_UDS ?= $(or $(XDG_RUNTIME_DIR),/tmp)/sccache-$(firstword $(shell printf '%s' '$(CURDIR)' | cksum)).sock
 endif
 
 # The packages a test run builds: all but the functions (each folder's name is its package's).
