@@ -89,7 +89,16 @@ pub(crate) async fn settled(
     cloud: &LocalCloud,
     orders: &[(String, String)],
 ) -> BTreeMap<String, usize> {
-    eventually(WAIT, "every order is materialized", || async {
+    settled_within(cloud, orders, WAIT).await
+}
+
+/// [`settled`], for a burst that may take longer than [`WAIT`] to drain.
+pub(crate) async fn settled_within(
+    cloud: &LocalCloud,
+    orders: &[(String, String)],
+    wait: Duration,
+) -> BTreeMap<String, usize> {
+    eventually(wait, "every order is materialized", || async {
         let mut counts = BTreeMap::new();
         for (buyer, order) in orders {
             match order_status(cloud, buyer, order).await {
