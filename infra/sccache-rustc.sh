@@ -16,6 +16,8 @@
 set -euo pipefail
 
 args=("$@")
+# Until make test's first step has installed it (infra/ensure-sccache.sh), rustc itself.
+[[ -x ${SCCACHE_BIN:-} ]] || exec "${args[@]}"
 remap=0
 [[ -z ${OUT_DIR:-} ]] || remap=1
 for ((i = 1; i + 1 < ${#args[@]}; i++)); do
@@ -27,4 +29,4 @@ done
 if ((remap)) && [[ -n ${SCCACHE_BASEDIRS:-} ]]; then
     args+=(--remap-path-prefix "${SCCACHE_BASEDIRS%/}/=")
 fi
-exec "${SCCACHE_BIN:?the Makefile sets SCCACHE_BIN}" "${args[@]}"
+exec "$SCCACHE_BIN" "${args[@]}"
