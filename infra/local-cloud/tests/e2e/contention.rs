@@ -12,8 +12,8 @@
 use crate::follow::{follower_count, sign_up};
 use crate::seckill::{buyers, dynamodb_stock, open_sale, order_status, settled};
 use crate::support::{
-    Api, eventually, options, queue_depth, queue_url, report, sdk, start, start_with, table,
-    unique_stack,
+    Api, cloud_consumer_timeouts, eventually, options, queue_depth, queue_url, report, sdk, start,
+    start_with, table, unique_stack,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -321,13 +321,8 @@ async fn a_sale_storm_confirms_exactly_the_stock_with_parallel_order_batches() {
     // PlaceOrderThrottlingRateLimit would meet 429s, counted here as rejections: this test is
     // about exactness under conflicts; route throttling has its own (throttling.rs).
     options.route_throttling = false;
-    options
-        .parameter_overrides
-        .insert("QueueVisibilityTimeoutSeconds".to_owned(), "20".to_owned());
-    // The consumers may take as long as in the cloud (their default 10 s).
-    options
-        .parameter_overrides
-        .insert("ConsumerTimeoutSeconds".to_owned(), "10".to_owned());
+    // The 20 s visibility, and consumers that may take as long as in the cloud (10 s).
+    cloud_consumer_timeouts(&mut options);
     // A load test: only the stock decides. The per-user order rate limit counts attempts on
     // every sale, and the buyers' names (buyer0...) are also those of other tests' crowds on
     // the same Redis, so it is lifted rather than left to chance.

@@ -10,7 +10,7 @@
 
 use crate::follow::{follower_count, sign_up};
 use crate::seckill::{buyers, crowd, open_sale, settled_within};
-use crate::support::{Api, eventually, options, start, unique_stack};
+use crate::support::{Api, cloud_consumer_timeouts, eventually, options, start, unique_stack};
 use local_cloud::cloud::{CloudOptions, LocalCloud};
 use std::time::{Duration, Instant};
 
@@ -75,12 +75,7 @@ const DRAIN: Duration = Duration::from_secs(120);
 fn burst(stack: &str) -> CloudOptions {
     let mut options = options(stack);
     options.route_throttling = false;
-    options
-        .parameter_overrides
-        .insert("QueueVisibilityTimeoutSeconds".to_owned(), "20".to_owned());
-    options
-        .parameter_overrides
-        .insert("ConsumerTimeoutSeconds".to_owned(), "10".to_owned());
+    cloud_consumer_timeouts(&mut options);
     options
 }
 
