@@ -18,6 +18,7 @@ use crate::seckill::order::redis::RedisReservations;
 use crate::seckill::payment::sandbox::SandboxProvider;
 use crate::seckill::payment::secretsmanager;
 use crate::seckill::payment::{CallbackSecrets, PaymentProvider, WebhookSecret};
+use crate::seckill::reservation::dynamo::DynamoReservationBook;
 use crate::seckill::sale::dynamo::DynamoSaleStore;
 use crate::seckill::sale::redis::RedisSales;
 use crate::seckill::sale::s3::S3SalePages;
@@ -106,6 +107,11 @@ impl Boot {
     /// The sales (`COMMERCE_TABLE`).
     pub async fn sale_store(&self) -> DynamoSaleStore {
         self.table(DynamoSaleStore::from_env).await
+    }
+
+    /// The reservations (预约) of sales (`COMMERCE_TABLE`).
+    pub async fn reservation_book(&self) -> DynamoReservationBook {
+        self.table(DynamoReservationBook::from_env).await
     }
 
     /// The page writer's queue (`SALE_PAGE_QUEUE_URL`), where publish-sale asks for pages.

@@ -389,6 +389,7 @@ fn sale() -> anyhow::Result<Sale> {
         ends_at: datetime!(2026-12-01 22:00:00 UTC),
         state: Lifecycle::Published,
         created_at: crate::clock::format(created),
+        reservation_opens_at: None,
     })
 }
 

@@ -24,6 +24,7 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
         Verdict::UnknownSale => "UNKNOWN_SALE",
         Verdict::NotStarted => "NOT_STARTED",
         Verdict::Ended => "ENDED",
+        Verdict::NotReserved => "NOT_RESERVED",
         Verdict::RateLimited => "RATE_LIMITED",
         Verdict::LimitReached { .. } => "LIMIT_REACHED",
         Verdict::SoldOut => "SOLD_OUT",
@@ -89,8 +90,9 @@ pub(crate) async fn raw_phase(args: &Args, redis_url: &str, run: &str) -> anyhow
         ends_at: now + time::Duration::hours(1),
         state: Lifecycle::Published,
         created_at: rfc3339(now),
+        reservation_opens_at: None,
     };
-    stores[0].preheat(&sale).await?;
+    stores[0].preheat(&sale, &[]).await?;
     mark("raw-start");
     let users: Arc<Vec<UserId>> = Arc::new(
         (0..args.users)

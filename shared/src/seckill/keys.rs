@@ -14,6 +14,7 @@
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs:units` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
 //! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; removed only when the reservation is given up while still pending (it never became an order, and its `Idempotency-Key` is free again), otherwise kept (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
+//! | `sale:{<id>}:reserved` | set of userIds | the buyers who reserved (预约) a sale that requires it: the admission script lets only them order (`NOT_RESERVED` otherwise), its size is the detail page's reservation count; written after the durable reservation item, loaded from those items at every preheat |
 //! | `user:{<userId>}:order-key:<key>` | hash `request`, `order`, `price` (expiring after 24 hours) | what the buyer's `Idempotency-Key` admitted: the request's fingerprint (sale and checkout, hashed), the order and its unit price; written by the admission script in the step that reserves, only for an admission, so at most one per order |
 //! | `user:{<userId>}:order-rate` | string (integer, expiring after a second) | the user's order attempts in the current one-second window, on every sale and whatever they answered (so `NOT_STARTED`, `ENDED` and unknown sales count too); one key per user, not per sale, so that spreading attempts over sales buys no extra budget |
 //!
@@ -43,6 +44,7 @@
 //! the eight partitions, each with its key. Orders written before gsi3 existed have no gsi3
 //! keys and are not counted (see docs/operations.md).
 //! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
+//! | reservation (预约) | `SALE#<id>#RESERVATION#<userId>` | `RESERVATION` | gsi3 `SALE#<saleId>#RESERVATIONS#<n>` / `<userId>` (`n` = [`reservation_shard`], 0 to 7) | the buyer's reservation of a sale that requires one (`reservedAt`), the durable truth that a preheat loads into Redis's `reserved` set; each its own partition, and spread over eight index partitions as orders are, so that thousands reserving at once write no hot key |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
 use crate::ids::{OrderId, SaleId};
@@ -56,6 +58,7 @@ pub struct SaleKeys {
     pub pending: String,
     pub released: String,
     pub orders: String,
+    pub reserved: String,
 }
 
 impl SaleKeys {
@@ -68,6 +71,7 @@ impl SaleKeys {
             pending: format!("{tag}:pending"),
             released: format!("{tag}:released"),
             orders: format!("{tag}:orders"),
+            reserved: format!("{tag}:reserved"),
         }
     }
 }
@@ -155,6 +159,24 @@ pub fn sale_orders_sk(created_at: &str, order_id: &OrderId) -> String {
     format!("{created_at}#{order_id}")
 }
 
+pub const RESERVATION_SK: &str = "RESERVATION";
+
+/// The partition key of `user_id`'s reservation (预约) of a sale.
+pub fn reservation_pk(sale_id: &SaleId, user_id: &str) -> String {
+    format!("SALE#{sale_id}#RESERVATION#{user_id}")
+}
+
+/// The gsi3 partition of `user_id`'s reservation among its sale's, as [`order_shard`].
+pub fn reservation_shard(user_id: &str) -> u8 {
+    use sha2::Digest;
+    sha2::Sha256::digest(user_id.as_bytes())[0] % SALE_ORDER_SHARDS
+}
+
+/// The gsi3 partition key of one shard of a sale's reservations.
+pub fn sale_reservations_pk(sale_id: &SaleId, shard: u8) -> String {
+    format!("SALE#{sale_id}#RESERVATIONS#{shard}")
+}
+
 pub fn user_orders_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
 }
@@ -179,6 +201,7 @@ mod tests {
             &keys.pending,
             &keys.released,
             &keys.orders,
+            &keys.reserved,
         ] {
             assert!(key.starts_with(&format!("sale:{{{S1}}}:")), "{key}");
         }

@@ -13,18 +13,21 @@
 //! 1. [`sale`]: a sale's rules and lifecycle, the buyer's view of it, its detail page
 //!    rendered in one pass with every value escaped; the `SaleStore`, `SaleCache`,
 //!    `SalePages` and `PageRequests` ports. Routes: create, publish and read a sale.
-//! 2. [`admission`]: placing an order, what the buyer chooses at checkout; the `Admission`
+//! 2. [`reservation`]: a buyer's reservation (预约) of a sale that requires one, durable in
+//!    the table and listed in Redis for the admission script; the `ReservationBook` and
+//!    `ReservationList` ports. Routes: reserve, cancel, and read one's reservation.
+//! 3. [`admission`]: placing an order, what the buyer chooses at checkout; the `Admission`
 //!    (reserve, release) and `OrderPublisher` ports. Route: place an order.
-//! 3. [`order`]: the order's states, materializing `OrderPlaced` events (the stock written
+//! 4. [`order`]: the order's states, materializing `OrderPlaced` events (the stock written
 //!    once per batch), the refund records an order keeps; the `OrderStore`, `Reservations`,
 //!    `PendingOrders` and `PaymentDueSink` ports. Routes: a buyer's orders.
-//! 4. [`payment`]: online payment, the provider's signed callback, unpaid orders expired,
+//! 5. [`payment`]: online payment, the provider's signed callback, unpaid orders expired,
 //!    refunds listed and settled once, the sandbox provider; the `PaymentProvider` port.
 //!    Routes: pay an order, the callback, the operators' refunds, the sandbox's pages.
-//! 5. [`office`]: the operators' back office (every sale listed, a draft edited, a sale ended
+//! 6. [`office`]: the operators' back office (every sale listed, a draft edited, a sale ended
 //!    early, one sale's figures) and the home page's listing of the live sales; the
 //!    `SaleOffice`, `SaleCloser` and `SaleLedger` ports.
-//! 6. [`recovery`]: reservations that never became orders given back, every live sale put
+//! 7. [`recovery`]: reservations that never became orders given back, every live sale put
 //!    back in order after the cache failed over, index keys backfilled; the `CacheControl`
 //!    port.
 //!
@@ -39,4 +42,5 @@ pub mod office;
 pub mod order;
 pub mod payment;
 pub mod recovery;
+pub mod reservation;
 pub mod sale;

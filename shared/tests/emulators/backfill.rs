@@ -51,6 +51,7 @@ async fn items_written_before_their_index_get_its_keys_once_a_page_at_a_time() {
         per_user_limit: 3,
         starts_at: now - time::Duration::minutes(1),
         ends_at: now + time::Duration::hours(1),
+        reservation_opens_at: None,
     };
     // A live sale, a draft and a retired sale, written as before the indexes: no keys.
     let (live, draft, retired) = (SaleId::generate(), SaleId::generate(), SaleId::generate());

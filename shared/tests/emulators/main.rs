@@ -19,6 +19,7 @@ mod profile_store;
 mod queue;
 mod redis_endpoint;
 mod redis_script;
+mod reservations;
 mod sale_admission;
 mod sale_end;
 mod sale_figures;

@@ -30,6 +30,8 @@ fn new_sale(stock: i64, per_user_limit: i64) -> Sale {
         per_user_limit,
         starts_at: app::clock::format(now - Duration::minutes(1)),
         ends_at: app::clock::format(now + Duration::hours(1)),
+        reservation_required: false,
+        reservation_opens_at: None,
     };
     let new = NewSale::parse(dto, now).unwrap();
     Sale::draft(SaleId::generate(), new, app::clock::format(now))
@@ -39,7 +41,7 @@ async fn preheated(stock: i64, per_user_limit: i64) -> (RedisSales, Sale) {
     let sales = RedisSales::new(redis().await);
     sales.load_scripts().await.unwrap();
     let sale = new_sale(stock, per_user_limit);
-    sales.preheat(&sale).await.unwrap();
+    sales.preheat(&sale, &[]).await.unwrap();
     (sales, sale)
 }
 
@@ -175,7 +177,7 @@ async fn every_attempt_counts_against_the_users_rate_on_every_sale() {
     ended.starts_at = now - Duration::hours(2);
     ended.ends_at = now - Duration::hours(1);
     for sale in [&upcoming, &ended] {
-        sales.preheat(sale).await.unwrap();
+        sales.preheat(sale, &[]).await.unwrap();
     }
     let ghost = new_sale(5, 1);
     let [ann, bob] = ["ann", "bob"].map(unique);
@@ -359,7 +361,7 @@ async fn the_detail_is_read_in_one_round_trip_and_republishing_keeps_the_live_st
         sales.reserve(&attempt(&sale, &user, 100)).await.unwrap(),
         Verdict::Reserved { .. }
     ));
-    sales.preheat(&sale).await.unwrap();
+    sales.preheat(&sale, &[]).await.unwrap();
     let detail = sales.detail(&sale.id).await.unwrap().unwrap();
     assert_eq!(detail.stock, 5);
     assert_eq!(detail.stock_remaining, 4);

@@ -56,6 +56,8 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         per_user_limit: 1,
         starts_at: app::clock::format(now - Duration::minutes(1)),
         ends_at: app::clock::format(now + Duration::hours(1)),
+        reservation_required: false,
+        reservation_opens_at: None,
     };
     let draft = Sale::draft(
         SaleId::generate(),

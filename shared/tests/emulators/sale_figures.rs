@@ -81,6 +81,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         per_user_limit: 3,
         starts_at: now - time::Duration::minutes(1),
         ends_at: now + time::Duration::hours(1),
+        reservation_opens_at: None,
     };
     let sale = SaleId::generate();
     let other = SaleId::generate();

@@ -26,6 +26,8 @@ fn draft(starts: i64, ends: i64) -> Sale {
         per_user_limit: 1,
         starts_at: app::clock::format(now + time::Duration::minutes(starts)),
         ends_at: app::clock::format(now + time::Duration::minutes(ends)),
+        reservation_required: false,
+        reservation_opens_at: None,
     };
     Sale::draft(
         SaleId::generate(),

@@ -58,6 +58,7 @@ fn seckill_is_one_folder_per_concern_with_only_mod_and_keys_at_its_top() {
         concerns,
         [
             "sale",
+            "reservation",
             "admission",
             "order",
             "payment",

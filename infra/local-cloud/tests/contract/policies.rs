@@ -26,6 +26,8 @@ const SOCIAL_STREAM: &str = "SocialTable.StreamArn";
 const COMMERCE: &str = "CommerceTable.Arn";
 /// The commerce table's index of the live sales (and of a user's orders).
 const LIVE_SALES: &str = "${CommerceTable.Arn}/index/gsi1";
+/// The commerce table's index of a sale's orders and reservations, eight partitions each.
+const SALE_INDEX: &str = "${CommerceTable.Arn}/index/gsi3";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
 /// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
 /// where the function exists without it).
@@ -156,6 +158,8 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
             // QueuedPageRequests::request: the sale's id, for the page writer.
             ("SalePageQueue.Arn", &["sqs:SendMessage"]),
+            // DynamoSaleStore::reserved: the buyers who reserved, for the preheat.
+            (SALE_INDEX, &["dynamodb:Query"]),
         ],
     ),
     // its own role: the sale ids it is sent (the poller), the sale's GetItem
@@ -171,6 +175,18 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     ),
     // Redis only.
     ("GetSaleFunction", &[]),
+    // DynamoReservationBook::put (then SADD in Redis), and ::holds after the start.
+    (
+        "ReserveSaleFunction",
+        &[(COMMERCE, &["dynamodb:PutItem", "dynamodb:GetItem"])],
+    ),
+    // DynamoReservationBook::delete (then SREM in Redis).
+    (
+        "CancelReservationFunction",
+        &[(COMMERCE, &["dynamodb:DeleteItem"])],
+    ),
+    // SISMEMBER and SCARD in Redis only.
+    ("GetReservationFunction", &[]),
     // EVALSHA in Redis, SendMessage of OrderPlaced.
     (
         "PlaceOrderFunction",
@@ -276,7 +292,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         &[
             (COMMERCE, &["dynamodb:GetItem"]),
             ("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"]),
-            ("${CommerceTable.Arn}/index/gsi3", &["dynamodb:Query"]),
+            (SALE_INDEX, &["dynamodb:Query"]),
         ],
     ),
     // live: Query of the live index.
@@ -291,12 +307,13 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         ],
     ),
     // the group (DescribeReplicationGroups), then as ReconcileFunction, and the sale's item
-    // to preheat it again (GetItem).
+    // to preheat it again (GetItem) with the buyers who reserved it (Query of gsi3).
     (
         "CacheFailoverFunction",
         &[
             DESCRIBE_CACHE,
             (LIVE_SALES, &["dynamodb:Query"]),
+            (SALE_INDEX, &["dynamodb:Query"]),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ],
     ),

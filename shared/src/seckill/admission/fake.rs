@@ -24,6 +24,8 @@ pub struct MemoryAdmission {
     pub keys: Mutex<HashMap<(UserId, String), KeptKey>>,
     /// Orders given up while still pending (never orders): their keys are free again.
     pub withdrawn: Mutex<HashSet<OrderId>>,
+    /// The sales that require a reservation (预约), each with the buyers who hold one.
+    pub reserved: Mutex<HashMap<SaleId, HashSet<UserId>>>,
 }
 
 impl MemoryAdmission {
@@ -73,6 +75,11 @@ impl Admission for MemoryAdmission {
         }
         if r.now_ms >= sale.1 {
             return Ok(Verdict::Ended);
+        }
+        if let Some(reserved) = self.reserved.lock().unwrap().get(&r.sale_id)
+            && !reserved.contains(&r.user_id)
+        {
+            return Ok(Verdict::NotReserved);
         }
         let mut bought = self.bought.lock().unwrap();
         let held = bought

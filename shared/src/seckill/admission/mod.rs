@@ -86,6 +86,8 @@ pub enum Verdict {
     UnknownSale,
     NotStarted,
     Ended,
+    /// The sale requires a reservation (预约) that the user does not hold.
+    NotReserved,
     RateLimited,
     /// The user holds the limit already (`room` 0), or would exceed it with this quantity:
     /// `room` more units fit.
@@ -162,6 +164,8 @@ pub enum PlaceOrderError {
     NotStarted,
     #[error("the sale has ended")]
     Ended,
+    #[error("this sale sells only to buyers who reserved it before it started")]
+    NotReserved,
     #[error("too many attempts, slow down")]
     RateLimited,
     #[error("{}", limit_message(*room))]
@@ -249,6 +253,7 @@ pub async fn place_order(
         Verdict::UnknownSale => return Err(PlaceOrderError::UnknownSale),
         Verdict::NotStarted => return Err(PlaceOrderError::NotStarted),
         Verdict::Ended => return Err(PlaceOrderError::Ended),
+        Verdict::NotReserved => return Err(PlaceOrderError::NotReserved),
         Verdict::RateLimited => return Err(PlaceOrderError::RateLimited),
         Verdict::LimitReached { room } => return Err(PlaceOrderError::LimitReached { room }),
         Verdict::SoldOut => return Err(PlaceOrderError::SoldOut),
@@ -379,6 +384,40 @@ mod tests {
                 (Some(expected), Ok(placed)) => panic!("{expected} expected, placed {placed:?}"),
             }
         }
+        assert_eq!(publisher.sent.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_sale_that_requires_a_reservation_admits_only_the_reserved_and_sends_nothing_else() {
+        let (admission, sale) = setup(2);
+        admission.reserved.lock().unwrap().insert(
+            sale.clone(),
+            [UserId::parse("ann").unwrap()].into_iter().collect(),
+        );
+        let publisher = MemoryPublisher::default();
+        let refused = place_order(
+            &admission,
+            &publisher,
+            &attempt(&sale, "bob", 1_500),
+            "t".into(),
+        )
+        .await;
+        assert!(
+            matches!(refused, Err(PlaceOrderError::NotReserved)),
+            "{refused:?}"
+        );
+        // Refused before the stock: nothing reserved, nothing sent.
+        assert_eq!(admission.stock(&sale), 2);
+        assert!(publisher.sent.lock().unwrap().is_empty());
+        place_order(
+            &admission,
+            &publisher,
+            &attempt(&sale, "ann", 1_500),
+            "t".into(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(admission.stock(&sale), 1);
         assert_eq!(publisher.sent.lock().unwrap().len(), 1);
     }
 

@@ -28,6 +28,7 @@ fn verdict(reply: &[String]) -> anyhow::Result<Verdict> {
         },
         "UNKNOWN_SALE" => Verdict::UnknownSale,
         "NOT_STARTED" => Verdict::NotStarted,
+        "NOT_RESERVED" => Verdict::NotReserved,
         "ENDED" => Verdict::Ended,
         "RATE_LIMITED" => Verdict::RateLimited,
         "LIMIT_REACHED" => Verdict::LimitReached { room: count()? },
@@ -74,6 +75,7 @@ impl Admission for RedisSales {
             &keys.pending,
             &rate,
             &keys.orders,
+            &keys.reserved,
         ];
         script_keys.extend(order_key.as_deref());
         let reply: Vec<String> = self

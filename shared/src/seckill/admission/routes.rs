@@ -44,6 +44,7 @@ impl From<PlaceOrderError> for ApiError {
             PlaceOrderError::UnknownSale => ApiError::not_found(message),
             PlaceOrderError::NotStarted => ApiError::conflict("NOT_STARTED", message),
             PlaceOrderError::Ended => ApiError::conflict("ENDED", message),
+            PlaceOrderError::NotReserved => ApiError::conflict("NOT_RESERVED", message),
             PlaceOrderError::LimitReached { .. } => ApiError::conflict("LIMIT_REACHED", message),
             PlaceOrderError::SoldOut => ApiError::conflict("SOLD_OUT", message),
             PlaceOrderError::NotEnoughStock { .. } => {

@@ -2,7 +2,9 @@
 -- why not.
 --
 -- KEYS[1] sale:{id}:info       hash: startsAtMs, endsAtMs, perUserLimit, priceCents, ended
---                              (set once a sale is ended early, end.lua), ...
+--                              (set once a sale is ended early, end.lua),
+--                              reservationOpensAtMs (only on a sale that requires a
+--                              reservation), ...
 -- KEYS[2] sale:{id}:stock      integer: units left to reserve
 -- KEYS[3] sale:{id}:bought     hash userId -> units the user holds
 -- KEYS[4] sale:{id}:pending    hash orderId -> "userId:reservedAtMs:units"
@@ -10,24 +12,26 @@
 --                              current one-second window
 -- KEYS[6] sale:{id}:orders     hash orderId -> userId: every admitted order's owner (removed
 --                              only when its reservation is given up before it became an order)
--- KEYS[7] (only with an Idempotency-Key) user:{u}:order-key:<key>  hash request, order, price:
+-- KEYS[7] sale:{id}:reserved   set of the userIds who reserved (预约) the sale
+-- KEYS[8] (only with an Idempotency-Key) user:{u}:order-key:<key>  hash request, order, price:
 --                              what the buyer's key admitted, kept for ARGV[7] ms
 -- ARGV[1] userId
 -- ARGV[2] orderId (fresh, unique)
 -- ARGV[3] now, epoch milliseconds (the caller's clock: Lua's time is not replicated)
 -- ARGV[4] attempts allowed per user per second
 -- ARGV[5] units to reserve, at least 1 (the route checked it)
--- ARGV[6] (with KEYS[7]) the request's fingerprint: its sale and checkout, hashed
--- ARGV[7] (with KEYS[7]) how long an admitted key is kept, milliseconds (24 hours)
+-- ARGV[6] (with KEYS[8]) the request's fingerprint: its sale and checkout, hashed
+-- ARGV[7] (with KEYS[8]) how long an admitted key is kept, milliseconds (24 hours)
 --
 -- Returns {status, priceCents, n}: status is OK (the units reserved for orderId, its owner
 -- recorded in `orders`, so that the order reads as PENDING until it is materialized) or, with
--- nothing reserved, RATE_LIMITED, UNKNOWN_SALE, NOT_STARTED, ENDED, LIMIT_REACHED (n: the
+-- nothing reserved, RATE_LIMITED, UNKNOWN_SALE, NOT_STARTED, ENDED, NOT_RESERVED (the sale
+-- requires a reservation the user does not hold), LIMIT_REACHED (n: the
 -- units the user may still buy, maybe 0), SOLD_OUT, or NOT_ENOUGH_STOCK (n: the units left,
 -- at least 1, fewer than asked), checked in that order (priceCents is '' for RATE_LIMITED and
 -- UNKNOWN_SALE; n is '' unless stated).
 --
--- With an Idempotency-Key (KEYS[7]), after the rate limit: a key that admitted an order for
+-- With an Idempotency-Key (KEYS[8]), after the rate limit: a key that admitted an order for
 -- another request answers KEY_REUSED; one that admitted an order for this request answers
 -- {REPLAY, priceCents, orderId, reservedAtMs} and reserves nothing: reservedAtMs when the
 -- reservation is still pending (its event may never have been sent: the caller sends it, the
@@ -56,8 +60,8 @@ if attempts > tonumber(ARGV[4]) then
   return {'RATE_LIMITED', ''}
 end
 
-if KEYS[7] then
-  local kept = redis.call('HMGET', KEYS[7], 'request', 'order', 'price')
+if KEYS[8] then
+  local kept = redis.call('HMGET', KEYS[8], 'request', 'order', 'price')
   if kept[1] then
     if kept[1] ~= ARGV[6] then
       return {'KEY_REUSED', ''}
@@ -72,7 +76,7 @@ if KEYS[7] then
   end
 end
 
-local sale = redis.call('HMGET', KEYS[1], 'startsAtMs', 'endsAtMs', 'perUserLimit', 'priceCents', 'ended')
+local sale = redis.call('HMGET', KEYS[1], 'startsAtMs', 'endsAtMs', 'perUserLimit', 'priceCents', 'ended', 'reservationOpensAtMs')
 if not sale[1] then
   return {'UNKNOWN_SALE', ''}
 end
@@ -86,6 +90,10 @@ if now < tonumber(sale[1]) then
 end
 if now >= tonumber(sale[2]) then
   return {'ENDED', sale[4]}
+end
+-- Only a sale that requires a reservation carries reservationOpensAtMs.
+if sale[6] and redis.call('SISMEMBER', KEYS[7], ARGV[1]) == 0 then
+  return {'NOT_RESERVED', sale[4]}
 end
 
 local units = tonumber(ARGV[5])
@@ -110,8 +118,8 @@ redis.call('DECRBY', KEYS[2], units)
 redis.call('HINCRBY', KEYS[3], ARGV[1], units)
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3] .. ':' .. units)
 redis.call('HSET', KEYS[6], ARGV[2], ARGV[1])
-if KEYS[7] then
-  redis.call('HSET', KEYS[7], 'request', ARGV[6], 'order', ARGV[2], 'price', sale[4])
-  redis.call('PEXPIRE', KEYS[7], ARGV[7])
+if KEYS[8] then
+  redis.call('HSET', KEYS[8], 'request', ARGV[6], 'order', ARGV[2], 'price', sale[4])
+  redis.call('PEXPIRE', KEYS[8], ARGV[7])
 end
 return {'OK', sale[4], ''}

@@ -153,6 +153,10 @@ impl SaleOffice for DynamoSaleStore {
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
         SaleStore::get(self, id).await
     }
+
+    async fn reservations(&self, id: &SaleId) -> Result<u64, StoreError> {
+        Ok(SaleStore::reserved(self, id).await?.len() as u64)
+    }
 }
 
 /// The index of a sale's orders, spread over [`SALE_ORDER_SHARDS`] partitions.

@@ -70,6 +70,16 @@ impl SaleOffice for MemoryOffice {
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
         Ok(self.sales.sales.lock().unwrap().get(id).cloned())
     }
+
+    async fn reservations(&self, id: &SaleId) -> Result<u64, StoreError> {
+        Ok(self
+            .sales
+            .reserved
+            .lock()
+            .unwrap()
+            .get(id)
+            .map_or(0, Vec::len) as u64)
+    }
 }
 
 #[async_trait]

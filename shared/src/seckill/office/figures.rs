@@ -126,6 +126,22 @@ pub struct Figures {
     /// Totals of the PAID orders.
     pub paid_cents: u64,
     pub refunds_due: RefundsDue,
+    /// Only for a sale that requires a reservation (预约).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<ReservationFigures>,
+}
+
+/// A reservation-only sale's reservations and how many became orders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationFigures {
+    /// The buyers who reserved.
+    pub count: u64,
+    /// The orders that hold units (CONFIRMED, PAID, COD): only reserved buyers could place them.
+    pub orders: u64,
+    /// `orders` per reservation, in percent (0 without reservations): with a limit of one per
+    /// buyer, the share of reserving buyers who bought.
+    pub conversion_percent: u64,
 }
 
 const STATUSES: [OrderStatus; 5] = [
@@ -168,6 +184,18 @@ pub async fn sale_figures(
     };
     let paid = tallies.of(OrderStatus::Paid);
     let cod = tallies.of(OrderStatus::Cod);
+    let reservations = match sale.reservation_opens_at {
+        Some(_) => {
+            let count = office.reservations(id).await?;
+            let orders = tallies.of(OrderStatus::Confirmed).orders + paid.orders + cod.orders;
+            Some(ReservationFigures {
+                count,
+                orders,
+                conversion_percent: (orders * 100).checked_div(count).unwrap_or(0),
+            })
+        }
+        None => None,
+    };
     Ok(Figures {
         sale_id: sale.id,
         title: sale.title,
@@ -186,6 +214,7 @@ pub async fn sale_figures(
         revenue_cents: paid.amount_cents + cod.amount_cents,
         paid_cents: paid.amount_cents,
         refunds_due,
+        reservations,
     })
 }
 
@@ -219,6 +248,7 @@ mod tests {
             per_user_limit: 5,
             starts_at: datetime!(2026-12-01 10:00 UTC),
             ends_at: datetime!(2026-12-01 11:00 UTC),
+            reservation_opens_at: None,
         };
         let id = SaleId::parse(S1).unwrap();
         let mut sale = Sale::draft(id.clone(), new, "2026-12-01T09:00:00Z".into());

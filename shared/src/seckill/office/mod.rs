@@ -73,6 +73,9 @@ pub trait SaleOffice: Send + Sync {
     async fn end(&self, id: &SaleId, now: OffsetDateTime) -> Result<Ending, StoreError>;
 
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError>;
+
+    /// How many buyers reserved (预约) sale `id`, as the durable reservations say.
+    async fn reservations(&self, id: &SaleId) -> Result<u64, StoreError>;
 }
 
 /// Where admissions are stopped (Redis).
@@ -113,6 +116,15 @@ pub struct SaleEditDto {
     pub per_user_limit: Option<i64>,
     pub starts_at: Option<String>,
     pub ends_at: Option<String>,
+    pub reservation_required: Option<bool>,
+    /// `null` clears it (with `reservationRequired: false`).
+    #[serde(default, deserialize_with = "present")]
+    pub reservation_opens_at: Option<Option<String>>,
+}
+
+/// A field that is present, `null` included, as `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
 impl SaleEditDto {
@@ -124,6 +136,8 @@ impl SaleEditDto {
             && self.per_user_limit.is_none()
             && self.starts_at.is_none()
             && self.ends_at.is_none()
+            && self.reservation_required.is_none()
+            && self.reservation_opens_at.is_none()
     }
 }
 
@@ -145,6 +159,14 @@ pub fn edited(draft: &Sale, edit: SaleEditDto, now: OffsetDateTime) -> Result<Sa
         ends_at: edit
             .ends_at
             .unwrap_or_else(|| crate::clock::format(draft.ends_at)),
+        reservation_required: edit
+            .reservation_required
+            .unwrap_or(draft.reservation_opens_at.is_some()),
+        reservation_opens_at: match (edit.reservation_opens_at, edit.reservation_required) {
+            (Some(opens_at), _) => opens_at,
+            (None, Some(false)) => None,
+            (None, _) => draft.reservation_opens_at.map(crate::clock::format),
+        },
     };
     let new = NewSale::parse(dto, now)?;
     Ok(Sale::draft(draft.id.clone(), new, draft.created_at.clone()))
@@ -266,6 +288,7 @@ mod tests {
             per_user_limit: 2,
             starts_at: datetime!(2026-12-01 10:00 UTC),
             ends_at: datetime!(2026-12-01 11:00 UTC),
+            reservation_opens_at: None,
         };
         let mut sale = Sale::draft(SaleId::generate(), new, created_at.into());
         sale.state = state;

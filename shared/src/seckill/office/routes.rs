@@ -161,6 +161,8 @@ mod tests {
             per_user_limit: 1,
             starts_at: crate::clock::format(now - time::Duration::minutes(1)),
             ends_at: crate::clock::format(now + time::Duration::hours(1)),
+            reservation_required: false,
+            reservation_opens_at: None,
         };
         let sale = Sale::draft(
             SaleId::generate(),

@@ -13,6 +13,9 @@
 //!   `stockRemaining` minus the reservations still pending, the most that can be left;
 //! - the last releases (their `INCR`): Redis undersells those units, never oversells; the
 //!   cap never raises a stock;
+//! - the last reservations (预约) of a sale that requires one: every reservation item of every
+//!   such live sale is added to its set again (`SADD` is idempotent), so no buyer who reserved
+//!   meets `NOT_RESERVED`;
 //! - reservations whose orders were never sent: released by the usual reconciliation after
 //!   the grace period ([`crate::seckill::recovery::reconcile`]), which runs for every sale right away.
 //!
@@ -160,7 +163,13 @@ pub async fn recover(
     let mut preheated = Vec::new();
     for published in deps.orders.live_sales().await?.sales {
         let id = published.sale_id.clone();
-        if deps.cache.detail(&id).await?.is_some() {
+        // A sale the cache still holds is left as it is, but for its reservations (预约): a
+        // promoted replica may lack the last ones, and their buyers could not order.
+        let held = deps.cache.detail(&id).await?;
+        if held
+            .as_ref()
+            .is_some_and(|detail| detail.reservation_opens_at_ms.is_none())
+        {
             continue;
         }
         let sale = deps
@@ -168,7 +177,11 @@ pub async fn recover(
             .get(&id)
             .await?
             .with_context(|| format!("the published sale {id} has no item"))?;
-        deps.cache.preheat(&sale).await?;
+        crate::seckill::sale::preheat(deps.sales, deps.cache, &sale).await?;
+        if held.is_some() {
+            tracing::info!(sale_id = %id, "reloaded the sale's reservations");
+            continue;
+        }
         tracing::warn!(sale_id = %id, stock = sale.stock_remaining, "preheated a sale the cache had lost");
         preheated.push(published.sale_id);
     }
@@ -228,6 +241,7 @@ mod tests {
                 per_user_limit: 1,
                 starts_at: now,
                 ends_at: now + time::Duration::hours(1),
+                reservation_opens_at: None,
             };
             let mut sale = Sale::draft(
                 SaleId::parse(S1).unwrap(),

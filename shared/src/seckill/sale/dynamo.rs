@@ -9,10 +9,11 @@
 
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{Item, Table, get_n, get_s, key, n, s, write_retrying};
-use crate::ids::SaleId;
+use crate::ids::{SaleId, UserId};
 use crate::retry::Backoff;
 use crate::seckill::keys::{
-    ALL_SALES_PK, LIVE_SALES_PK, SALE_SK, all_sales_sk, live_sale_sk, sale_pk,
+    ALL_SALES_PK, LIVE_SALES_PK, SALE_ORDER_SHARDS, SALE_SK, all_sales_sk, live_sale_sk, sale_pk,
+    sale_reservations_pk,
 };
 use crate::seckill::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use anyhow::Context;
@@ -66,6 +67,12 @@ pub(crate) fn sale_item(sale: &Sale) -> Item {
         ("state".to_owned(), s(sale.state.as_str())),
         ("createdAt".to_owned(), s(&sale.created_at)),
     ]);
+    if let Some(opens_at) = sale.reservation_opens_at {
+        item.insert(
+            "reservationOpensAt".to_owned(),
+            s(crate::clock::format(opens_at)),
+        );
+    }
     item
 }
 
@@ -86,6 +93,10 @@ pub(crate) fn sale_from_item(item: &Item) -> anyhow::Result<Sale> {
         ends_at: time("endsAt")?,
         state: Lifecycle::parse(get_s(item, "state")?).context("stored state is unknown")?,
         created_at: get_s(item, "createdAt")?.to_owned(),
+        reservation_opens_at: match item.get("reservationOpensAt") {
+            Some(_) => Some(time("reservationOpensAt")?),
+            None => None,
+        },
     })
 }
 
@@ -169,7 +180,52 @@ impl SaleStore for DynamoSaleStore {
             .get_consistent(key, None, "failed to read the sale");
         Ok(item.await?.as_ref().map(sale_from_item).transpose()?)
     }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn reserved(&self, id: &SaleId) -> Result<Vec<UserId>, StoreError> {
+        let shards = (0..SALE_ORDER_SHARDS).map(|shard| self.reserved_in(id, shard));
+        let mut users = Vec::new();
+        for shard in futures_util::future::join_all(shards).await {
+            users.extend(shard?);
+        }
+        Ok(users)
+    }
 }
+
+impl DynamoSaleStore {
+    /// The buyers of one of the sale's reservation partitions of gsi3, every page of it.
+    async fn reserved_in(&self, id: &SaleId, shard: u8) -> Result<Vec<UserId>, StoreError> {
+        let mut users = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .table
+                .client
+                .query()
+                .table_name(&self.table.name)
+                .index_name(RESERVATIONS_INDEX)
+                .key_condition_expression("gsi3pk = :pk")
+                .expression_attribute_values(":pk", s(sale_reservations_pk(id, shard)))
+                .projection_expression("gsi3sk")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .context("failed to query the sale's reservations")?;
+            for item in output.items() {
+                let user = get_s(item, "gsi3sk").map_err(anyhow::Error::from)?;
+                users.push(UserId::parse(user).context("stored reservation's user")?);
+            }
+            match output.last_evaluated_key() {
+                Some(last) => start = Some(last.clone()),
+                None => break,
+            }
+        }
+        Ok(users)
+    }
+}
+
+/// The index of a sale's reservations (and orders), spread over eight partitions each.
+pub const RESERVATIONS_INDEX: &str = "gsi3";
 
 // The sale indexes.
 

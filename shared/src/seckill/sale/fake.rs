@@ -11,6 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct MemorySales {
     pub sales: Mutex<HashMap<SaleId, Sale>>,
     pub cached: Mutex<HashMap<SaleId, SaleDetail>>,
+    /// The durable reservations (预约) of each sale, as the table holds them.
+    pub reserved: Mutex<HashMap<SaleId, Vec<UserId>>>,
+    /// What the cache was last preheated with: the reserved buyers.
+    pub cached_reserved: Mutex<HashMap<SaleId, Vec<UserId>>>,
 }
 
 #[async_trait]
@@ -36,11 +40,29 @@ impl SaleStore for MemorySales {
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError> {
         Ok(self.sales.lock().unwrap().get(id).cloned())
     }
+
+    async fn reserved(&self, id: &SaleId) -> Result<Vec<UserId>, StoreError> {
+        Ok(self
+            .reserved
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .unwrap_or_default())
+    }
 }
 
 #[async_trait]
 impl SaleCache for MemorySales {
-    async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
+    async fn preheat(&self, sale: &Sale, reserved: &[UserId]) -> Result<(), StoreError> {
+        let mut held = self.cached_reserved.lock().unwrap();
+        let held = held.entry(sale.id.clone()).or_default();
+        for user in reserved {
+            if !held.contains(user) {
+                held.push(user.clone());
+            }
+        }
+        let reservations = held.len() as u64;
         let mut cached = self.cached.lock().unwrap();
         let live = cached.get(&sale.id).map(|detail| detail.stock_remaining);
         cached.insert(
@@ -55,6 +77,8 @@ impl SaleCache for MemorySales {
                 ends_at_ms: crate::clock::epoch_ms(sale.ends_at),
                 stock: sale.initial_stock,
                 stock_remaining: live.unwrap_or(i64::from(sale.stock_remaining)),
+                reservation_opens_at_ms: sale.reservation_opens_at.map(crate::clock::epoch_ms),
+                reservations,
             },
         );
         Ok(())

@@ -16,7 +16,7 @@ pub mod sqs;
 // The sale's id is defined with every other id; re-exported here, where the load generator
 // (loadtest/storm) imports it from.
 pub use crate::ids::SaleId;
-use crate::ids::is_key_safe;
+use crate::ids::{UserId, is_key_safe};
 use crate::seckill::sale::page::{PageError, PageRequests};
 use crate::text::{self, TextError};
 use async_trait::async_trait;
@@ -35,6 +35,12 @@ pub struct NewSaleDto {
     pub per_user_limit: i64,
     pub starts_at: String,
     pub ends_at: String,
+    /// Only buyers who reserved (预约) may order.
+    #[serde(default)]
+    pub reservation_required: bool,
+    /// When reservations open, before `startsAt`; required with `reservationRequired`.
+    #[serde(default)]
+    pub reservation_opens_at: Option<String>,
 }
 
 /// A sale definition that passed every check; only [`NewSale::parse`] makes one.
@@ -47,6 +53,8 @@ pub struct NewSale {
     pub per_user_limit: u32,
     pub starts_at: OffsetDateTime,
     pub ends_at: OffsetDateTime,
+    /// `Some(opens_at)`: only buyers who reserved between `opens_at` and `starts_at` may order.
+    pub reservation_opens_at: Option<OffsetDateTime>,
 }
 
 /// Why a new sale was refused; the message is for the operator.
@@ -76,6 +84,13 @@ pub enum InvalidSale {
     TooFarAhead,
     #[error("a sale lasts at most a year: endsAt must be at most 365 days after startsAt")]
     WindowTooLong,
+    #[error("reservationOpensAt is required when reservationRequired is true, and only then")]
+    ReservationWindowMissing,
+    #[error(
+        "reservationOpensAt must be before startsAt, at most {max} days before it, and startsAt in the future",
+        max = NewSale::MAX_RESERVATION_DAYS
+    )]
+    ReservationWindow,
 }
 
 fn parse_time(raw: &str, field: &'static str) -> Result<OffsetDateTime, InvalidSale> {
@@ -89,6 +104,8 @@ impl NewSale {
     pub const MAX_PRICE_CENTS: i64 = 1_000_000_000;
     pub const MAX_STOCK: i64 = 1_000_000;
     pub const MAX_PER_USER: i64 = 100;
+    /// How long before its start a sale may open reservations.
+    pub const MAX_RESERVATION_DAYS: i64 = 30;
 
     /// Checks a client's sale against the rules, `now` being the time of the request.
     pub fn parse(dto: NewSaleDto, now: OffsetDateTime) -> Result<Self, InvalidSale> {
@@ -121,6 +138,21 @@ impl NewSale {
         if ends_at - starts_at > Duration::days(365) {
             return Err(InvalidSale::WindowTooLong);
         }
+        let reservation_opens_at = match (dto.reservation_required, dto.reservation_opens_at) {
+            (false, None) => None,
+            (true, Some(raw)) => {
+                let opens_at = parse_time(&raw, "reservationOpensAt")?;
+                // A sale that started already could never have been reserved.
+                if opens_at >= starts_at
+                    || starts_at - opens_at > Duration::days(Self::MAX_RESERVATION_DAYS)
+                    || starts_at <= now
+                {
+                    return Err(InvalidSale::ReservationWindow);
+                }
+                Some(opens_at)
+            }
+            _ => return Err(InvalidSale::ReservationWindowMissing),
+        };
         // The ranges above make these conversions lossless.
         Ok(Self {
             product_id: product_id.to_owned(),
@@ -130,6 +162,7 @@ impl NewSale {
             per_user_limit: dto.per_user_limit as u32,
             starts_at,
             ends_at,
+            reservation_opens_at,
         })
     }
 }
@@ -178,6 +211,8 @@ pub struct Sale {
     pub state: Lifecycle,
     /// RFC 3339, UTC.
     pub created_at: String,
+    /// When reservations open; `None`: anyone may order, no reservation needed.
+    pub reservation_opens_at: Option<OffsetDateTime>,
 }
 
 impl Sale {
@@ -195,6 +230,7 @@ impl Sale {
             ends_at: new.ends_at,
             state: Lifecycle::Draft,
             created_at,
+            reservation_opens_at: new.reservation_opens_at,
         }
     }
 }
@@ -239,6 +275,10 @@ pub struct SaleDetail {
     pub stock: u32,
     /// Units left to reserve, live.
     pub stock_remaining: i64,
+    /// When reservations open, if the sale requires one.
+    pub reservation_opens_at_ms: Option<i64>,
+    /// The buyers who reserved, live.
+    pub reservations: u64,
 }
 
 impl SaleDetail {
@@ -268,17 +308,36 @@ pub trait SaleStore: Send + Sync {
     async fn publish(&self, id: &SaleId, now: &str) -> Result<Option<Sale>, StoreError>;
 
     async fn get(&self, id: &SaleId) -> Result<Option<Sale>, StoreError>;
+
+    /// Every buyer who reserved (预约) sale `id`, as the durable reservation items say: what a
+    /// preheat loads into the cache.
+    async fn reserved(&self, id: &SaleId) -> Result<Vec<UserId>, StoreError>;
 }
 
 /// The preheated copy of published sales that buyers read (Redis).
 #[async_trait]
 pub trait SaleCache: Send + Sync {
     /// Writes the sale's details, and its stock from `stock_remaining` unless the stock is
-    /// already there: a re-publish never resets live stock.
-    async fn preheat(&self, sale: &Sale) -> Result<(), StoreError>;
+    /// already there: a re-publish never resets live stock; adds `reserved` to the buyers
+    /// the admission lets order when the sale requires a reservation.
+    async fn preheat(&self, sale: &Sale, reserved: &[UserId]) -> Result<(), StoreError>;
 
     /// The details with the live stock, in one round trip; `None` if never preheated.
     async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError>;
+}
+
+/// Preheats `sale` with the buyers who reserved it (none read unless it requires a
+/// reservation): what publishing and the failover's recovery do.
+pub async fn preheat(
+    store: &dyn SaleStore,
+    cache: &dyn SaleCache,
+    sale: &Sale,
+) -> Result<(), StoreError> {
+    let reserved = match sale.reservation_opens_at {
+        Some(_) => store.reserved(&sale.id).await?,
+        None => Vec::new(),
+    };
+    cache.preheat(sale, &reserved).await
 }
 
 /// Why a sale could not be published.
@@ -314,7 +373,7 @@ pub async fn publish(
     if sale.state == Lifecycle::Ended {
         return Err(PublishError::Ended(sale.id));
     }
-    cache.preheat(&sale).await?;
+    preheat(store, cache, &sale).await?;
     pages.request(&sale.id).await?;
     Ok(sale)
 }
@@ -338,6 +397,8 @@ mod tests {
             per_user_limit: 2,
             starts_at: "2026-12-01T10:00:00+01:00".to_owned(),
             ends_at: "2026-12-01T11:00:00+01:00".to_owned(),
+            reservation_required: false,
+            reservation_opens_at: None,
         }
     }
 
@@ -485,6 +546,49 @@ mod tests {
         let mut d = dto();
         d.starts_at = "2026-11-30T17:00:00Z".into();
         assert!(NewSale::parse(d, NOW).is_ok());
+    }
+
+    #[test]
+    fn a_reservation_window_opens_before_a_start_still_ahead() {
+        let reserving = |opens_at: Option<&str>| {
+            let mut d = dto();
+            d.reservation_required = true;
+            d.reservation_opens_at = opens_at.map(str::to_owned);
+            NewSale::parse(d, NOW)
+        };
+        let sale = reserving(Some("2026-11-30T20:00:00Z")).unwrap();
+        assert_eq!(
+            sale.reservation_opens_at,
+            Some(datetime!(2026-11-30 20:00 UTC))
+        );
+        for opens_at in [
+            // At or after the start; a month and more before it.
+            "2026-12-01T09:00:00Z",
+            "2026-12-01T09:30:00Z",
+            "2026-10-01T09:00:00Z",
+        ] {
+            assert_eq!(
+                reserving(Some(opens_at)),
+                Err(InvalidSale::ReservationWindow)
+            );
+        }
+        assert_eq!(reserving(None), Err(InvalidSale::ReservationWindowMissing));
+        assert_eq!(
+            reserving(Some("soon")),
+            Err(InvalidSale::Time("reservationOpensAt"))
+        );
+        let mut d = dto();
+        d.reservation_opens_at = Some("2026-11-30T20:00:00Z".into());
+        assert_eq!(
+            NewSale::parse(d, NOW),
+            Err(InvalidSale::ReservationWindowMissing)
+        );
+        // A sale that started already could not have been reserved by anyone.
+        let mut d = dto();
+        d.reservation_required = true;
+        d.reservation_opens_at = Some("2026-11-30T10:00:00Z".into());
+        d.starts_at = "2026-11-30T17:00:00Z".into();
+        assert_eq!(NewSale::parse(d, NOW), Err(InvalidSale::ReservationWindow));
     }
 
     #[test]

@@ -209,6 +209,7 @@ mod tests {
             ends_at: datetime!(2026-12-01 21:30 UTC),
             state: Lifecycle::Published,
             created_at: "2026-12-01T19:00:00Z".to_owned(),
+            reservation_opens_at: None,
         }
     }
 

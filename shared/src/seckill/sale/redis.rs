@@ -7,7 +7,7 @@
 //! The key design is in [`crate::seckill::keys`].
 
 use crate::clock::epoch_ms;
-use crate::ids::SaleId;
+use crate::ids::{SaleId, UserId};
 use crate::script::LuaScript;
 use crate::seckill::keys::SaleKeys;
 use crate::seckill::sale::{Lifecycle, Sale, SaleCache, SaleDetail, StoreError};
@@ -63,6 +63,7 @@ fn detail_from(
     id: &SaleId,
     info: &HashMap<String, String>,
     stock: Option<i64>,
+    reservations: u64,
 ) -> anyhow::Result<SaleDetail> {
     Ok(SaleDetail {
         id: id.clone(),
@@ -75,15 +76,20 @@ fn detail_from(
         stock: field(info, "stock")?,
         // No stock key beside the details: nothing can be reserved.
         stock_remaining: stock.unwrap_or(0),
+        reservation_opens_at_ms: match info.get("reservationOpensAtMs") {
+            Some(_) => Some(field(info, "reservationOpensAtMs")?),
+            None => None,
+        },
+        reservations,
     })
 }
 
 #[async_trait]
 impl SaleCache for RedisSales {
     #[tracing::instrument(level = "debug", skip_all, fields(sale = %sale.id))]
-    async fn preheat(&self, sale: &Sale) -> Result<(), StoreError> {
+    async fn preheat(&self, sale: &Sale, reserved: &[UserId]) -> Result<(), StoreError> {
         let keys = SaleKeys::new(&sale.id);
-        let info: [(&str, String); 7] = [
+        let mut info: Vec<(&str, String)> = vec![
             ("title", sale.title.clone()),
             ("priceCents", sale.price_cents.to_string()),
             ("perUserLimit", sale.per_user_limit.to_string()),
@@ -92,6 +98,10 @@ impl SaleCache for RedisSales {
             ("stock", sale.initial_stock.to_string()),
             ("productId", sale.product_id.clone()),
         ];
+        // reserve.lua refuses every buyer not in `reserved` once this field is there.
+        if let Some(opens_at) = sale.reservation_opens_at {
+            info.push(("reservationOpensAtMs", epoch_ms(opens_at).to_string()));
+        }
         // MULTI/EXEC: the script never sees details without a stock. SET NX: re-publishing
         // never resets the live stock.
         let mut connection = self.connection.clone();
@@ -100,6 +110,11 @@ impl SaleCache for RedisSales {
         // An ended sale preheated again (a failover) stays ended: reserve.lua checks `ended`.
         if sale.state == Lifecycle::Ended {
             pipe.hset(&keys.info, "ended", "1").ignore();
+        }
+        // In batches, so that a sale reserved by a million buyers is loaded in bounded commands.
+        for users in reserved.chunks(1_000) {
+            let users: Vec<&str> = users.iter().map(UserId::as_str).collect();
+            pipe.sadd(&keys.reserved, users).ignore();
         }
         pipe.set_nx(&keys.stock, sale.stock_remaining)
             .ignore()
@@ -113,15 +128,17 @@ impl SaleCache for RedisSales {
     async fn detail(&self, id: &SaleId) -> Result<Option<SaleDetail>, StoreError> {
         let keys = SaleKeys::new(id);
         let mut connection = self.connection.clone();
-        let (info, stock): (HashMap<String, String>, Option<i64>) = redis::pipe()
-            .hgetall(&keys.info)
-            .get(&keys.stock)
-            .query_async(&mut connection)
-            .await
-            .context("failed to read the sale")?;
+        let (info, stock, reservations): (HashMap<String, String>, Option<i64>, u64) =
+            redis::pipe()
+                .hgetall(&keys.info)
+                .get(&keys.stock)
+                .scard(&keys.reserved)
+                .query_async(&mut connection)
+                .await
+                .context("failed to read the sale")?;
         if info.is_empty() {
             return Ok(None);
         }
-        Ok(Some(detail_from(id, &info, stock)?))
+        Ok(Some(detail_from(id, &info, stock, reservations)?))
     }
 }

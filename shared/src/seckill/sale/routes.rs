@@ -43,6 +43,9 @@ pub(crate) struct SaleBody<'a> {
     ends_at: String,
     state: Lifecycle,
     created_at: &'a str,
+    reservation_required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reservation_opens_at: Option<String>,
 }
 
 pub(crate) fn sale_body(sale: &Sale) -> SaleBody<'_> {
@@ -58,6 +61,8 @@ pub(crate) fn sale_body(sale: &Sale) -> SaleBody<'_> {
         ends_at: crate::clock::format(sale.ends_at),
         state: sale.state,
         created_at: &sale.created_at,
+        reservation_required: sale.reservation_opens_at.is_some(),
+        reservation_opens_at: sale.reservation_opens_at.map(crate::clock::format),
     }
 }
 
@@ -122,6 +127,12 @@ struct DetailBody<'a> {
     stock: u32,
     stock_remaining: i64,
     state: SaleState,
+    /// Only buyers who reserved may order.
+    reservation_required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reservation_opens_at: Option<String>,
+    /// The buyers who reserved, live.
+    reservation_count: u64,
     /// The server's clock when the answer was made, for the page's countdown.
     server_time: String,
 }
@@ -138,6 +149,9 @@ fn detail_body(detail: &SaleDetail, now_ms: i64) -> DetailBody<'_> {
         stock: detail.stock,
         stock_remaining: detail.stock_remaining.max(0),
         state: detail.state(now_ms),
+        reservation_required: detail.reservation_opens_at_ms.is_some(),
+        reservation_opens_at: detail.reservation_opens_at_ms.map(rfc3339_of_ms),
+        reservation_count: detail.reservations,
         server_time: rfc3339_of_ms(now_ms),
     }
 }

@@ -1,0 +1,17 @@
+//! `PUT /seckill/activities/{id}/reservation` (user): the buyer's reservation (预约) written
+//! to DynamoDB, then to the sale's set in Redis; idempotent.
+
+use app::boot::Boot;
+use app::http;
+use app::seckill::reservation::routes::{self, ReservationRoute};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_http::Error> {
+    let boot = Boot::start();
+    let (book, list) = tokio::join!(boot.reservation_book(), boot.redis_sales());
+    let route = ReservationRoute {
+        book: &book,
+        list: &list,
+    };
+    http::run(|request| routes::put_reservation(&route, request)).await
+}
