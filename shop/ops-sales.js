@@ -76,6 +76,10 @@
       ? `${figures.redis.stock}, ${figures.redis.pendingOrders} pending (${figures.redis.pendingUnits} units)`
       : "not in Redis");
     text("figures-refunds", `${figures.refundsDue.count} (${shop.money(figures.refundsDue.amountCents)})`);
+    const reservations = figures.reservations;
+    text("figures-reservations", reservations
+      ? `${reservations.count} (${reservations.orders} orders, ${reservations.conversionPercent}%)`
+      : "not required");
     const rows = document.getElementById("figures-rows");
     rows.textContent = "";
     for (const [status, tally] of Object.entries(figures.orders)) {

@@ -44,6 +44,10 @@
       startsAt: new Date(v("startsAt")).toISOString(),
       endsAt: new Date(v("endsAt")).toISOString(),
     };
+    if (form.elements.reservationRequired.checked) {
+      body.reservationRequired = true;
+      body.reservationOpensAt = v("reservationOpensAt") ? new Date(v("reservationOpensAt")).toISOString() : "";
+    }
     const answer = await shop.api("POST", "/seckill/activities", body);
     if (answer.status === 201) {
       saleId.value = answer.body.id;

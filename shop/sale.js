@@ -1,6 +1,8 @@
 // The sale's page: the countdown on the server's clock, the live stock and state polled
 // from GET /seckill/activities/{id} about once a second, and the buy button, enabled only
-// while the sale is ONGOING, stock remains and the signed-in buyer is under the limit.
+// while the sale is ONGOING, stock remains, the signed-in buyer is under the limit and, on a
+// sale that requires a reservation (预约), holds one. Before such a sale starts the page
+// offers "Reserve" (then "Reserved", with a way to cancel) and shows how many reserved.
 "use strict";
 
 (() => {
@@ -17,6 +19,9 @@
   let bestRoundTrip = Infinity;
   let detail = null;
   let bought = null; // the buyer's units of this sale, null when not signed in
+  let reserved = null; // whether the buyer reserved this sale, null when not known
+  const reserve = document.getElementById("reserve");
+  const unreserve = document.getElementById("unreserve");
 
   const now = () => Date.now() + offset;
 
@@ -69,10 +74,68 @@
     } else if (enabled && bought >= limit) {
       enabled = false;
       why = `You already hold ${bought} of the ${limit} allowed per buyer.`;
+    } else if (enabled && detail.reservationRequired && reserved !== true) {
+      enabled = false;
+      why = "Only buyers who reserved this sale before it started may buy.";
     }
     buy.disabled = !enabled;
     document.getElementById("why").textContent = why;
+    renderReservation(s);
   }
+
+  function renderReservation(s) {
+    const section = document.getElementById("reservation");
+    section.hidden = !(detail && detail.reservationRequired);
+    if (section.hidden) return;
+    document.getElementById("reservation-count").textContent = String(detail.reservationCount);
+    const opensAt = Date.parse(detail.reservationOpensAt);
+    const t = now();
+    let note = "";
+    let canReserve = false;
+    if (s !== "UPCOMING") {
+      reserve.textContent = reserved ? "Reserved" : "Reservations closed";
+    } else if (reserved) {
+      reserve.textContent = "Reserved";
+    } else {
+      reserve.textContent = "Reserve";
+      if (t < opensAt) note = `Reservations open in ${span(opensAt - t)}.`;
+      else if (!shop.claims()) note = "Sign in to reserve.";
+      else canReserve = true;
+    }
+    reserve.disabled = !canReserve;
+    unreserve.hidden = !(reserved && s === "UPCOMING");
+    const shown = document.getElementById("reservation-note");
+    if (note || !shown.dataset.sticky) shown.textContent = note;
+  }
+
+  // Whether the signed-in buyer holds a reservation, and the live count.
+  async function loadReserved() {
+    if (!shop.claims() || !(detail && detail.reservationRequired)) {
+      reserved = null;
+      return;
+    }
+    const answer = await shop.api("GET", `/seckill/activities/${encodeURIComponent(id)}/reservation`);
+    if (answer.status === 200) reserved = answer.body.reserved;
+  }
+
+  async function setReservation(method) {
+    reserve.disabled = true;
+    const shown = document.getElementById("reservation-note");
+    const answer = await shop.api(method, `/seckill/activities/${encodeURIComponent(id)}/reservation`);
+    if (answer.status === 200) {
+      reserved = answer.body.reserved;
+      detail.reservationCount = answer.body.reservationCount;
+      shown.dataset.sticky = "";
+      shown.textContent = reserved ? "You reserved this sale." : "Your reservation is cancelled.";
+    } else {
+      shown.dataset.sticky = "1";
+      shown.textContent = shop.problem(answer);
+    }
+    render();
+  }
+
+  reserve.addEventListener("click", () => setReservation("PUT"));
+  unreserve.addEventListener("click", () => setReservation("DELETE"));
 
   async function poll() {
     const sent = Date.now();
@@ -133,8 +196,11 @@
       });
     }
     await Promise.all([poll(), loadBought().catch(() => {})]);
+    await loadReserved().catch(() => {});
+    render();
     setInterval(poll, 1000);
     setInterval(render, 250);
     setInterval(() => loadBought().catch(() => {}), 10000);
+    setInterval(() => loadReserved().catch(() => {}), 10000);
   });
 })();

@@ -22,6 +22,7 @@ mod metrics;
 mod payment;
 mod redis_loss;
 mod reliability;
+mod reservation;
 mod seckill;
 mod shop;
 mod support;

@@ -37,7 +37,7 @@ async fn get(base: &str, method: &str, path: &str) -> (u16, String, String) {
 
 /// The sale's page, once the page writer stored it (publish-sale queues it): status, content
 /// type, body.
-async fn page_written(base: &str, id: &str) -> (u16, String, String) {
+pub(crate) async fn page_written(base: &str, id: &str) -> (u16, String, String) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let answer = get(base, "GET", &format!("/shop/sales/{id}")).await;
@@ -623,7 +623,7 @@ async fn sign_in(client: &Client, user: &str, admin: bool) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn disabled(client: &Client, css: &str) -> anyhow::Result<bool> {
+pub(crate) async fn disabled(client: &Client, css: &str) -> anyhow::Result<bool> {
     let value: Value = client
         .execute(
             "return document.querySelector(arguments[0]).disabled;",
@@ -634,7 +634,11 @@ async fn disabled(client: &Client, css: &str) -> anyhow::Result<bool> {
 }
 
 /// Waits (10 s at most) for an element whose text satisfies `ok`; answers the text.
-async fn wait_for(client: &Client, css: &str, ok: impl Fn(&str) -> bool) -> anyhow::Result<String> {
+pub(crate) async fn wait_for(
+    client: &Client,
+    css: &str,
+    ok: impl Fn(&str) -> bool,
+) -> anyhow::Result<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = None;
     loop {
@@ -919,7 +923,7 @@ fn cells(row: &str) -> Vec<&str> {
 
 /// Signs out whoever is signed in on this page, then in as `user` through the development
 /// sign-in, back on the same page.
-async fn switch_user(client: &Client, user: &str, admin: bool) -> anyhow::Result<()> {
+pub(crate) async fn switch_user(client: &Client, user: &str, admin: bool) -> anyhow::Result<()> {
     let who = wait_for(client, "#who", |who| !who.is_empty()).await?;
     if who.starts_with("Signed in") {
         client
