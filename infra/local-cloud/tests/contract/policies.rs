@@ -27,6 +27,8 @@ const COMMERCE: &str = "CommerceTable.Arn";
 /// The commerce table's index of the live sales (and of a user's orders).
 const LIVE_SALES: &str = "${CommerceTable.Arn}/index/gsi1";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
+/// The cache's AUTH token, read at cold start by every function that uses Redis.
+const REDIS_SECRET: Grant = ("Ref RedisAuthSecret", &["secretsmanager:GetSecretValue"]);
 /// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
 /// where the function exists without it).
 const SANDBOX_SECRET: &str = "Ref PaymentSandboxSecret";
@@ -153,6 +155,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "PublishSaleFunction",
         &[
+            REDIS_SECRET,
             (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
             // QueuedPageRequests::request: the sale's id, for the page writer.
             ("SalePageQueue.Arn", &["sqs:SendMessage"]),
@@ -169,18 +172,19 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             ("SalePageQueue.Arn", &SQS_POLLER),
         ],
     ),
-    // Redis only.
-    ("GetSaleFunction", &[]),
+    // Redis only (its AUTH token).
+    ("GetSaleFunction", &[REDIS_SECRET]),
     // EVALSHA in Redis, SendMessage of OrderPlaced.
     (
         "PlaceOrderFunction",
-        &[("OrderQueue.Arn", &["sqs:SendMessage"])],
+        &[REDIS_SECRET, ("OrderQueue.Arn", &["sqs:SendMessage"])],
     ),
     // confirm_orders / reject_orders (transactions of Puts and the sale's Update), order and
     // stock_remaining (GetItem), PaymentDue (SendMessage).
     (
         "OrderConsumerFunction",
         &[
+            REDIS_SECRET,
             ("OrderConsumerLogGroup.Arn", &LOGS),
             (
                 COMMERCE,
@@ -198,13 +202,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "PaymentTimeoutConsumerFunction",
         &[
+            REDIS_SECRET,
             ("PaymentTimeoutConsumerLogGroup.Arn", &LOGS),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
             ("OrderTimeoutQueue.Arn", &SQS_POLLER),
         ],
     ),
     // order (GetItem); a PENDING one from Redis.
-    ("GetOrderFunction", &[(COMMERCE, &["dynamodb:GetItem"])]),
+    (
+        "GetOrderFunction",
+        &[REDIS_SECRET, (COMMERCE, &["dynamodb:GetItem"])],
+    ),
     // orders_of: Query of the orders index.
     (
         "ListOrdersFunction",
@@ -267,13 +275,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // end (UpdateItem), get when the condition failed (GetItem); Redis is not IAM's.
     (
         "EndSaleFunction",
-        &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
+        &[
+            REDIS_SECRET,
+            (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
+        ],
     ),
     // the sale (GetItem), order_tallies (Query of the sale-orders index), refunds_due_of
     // (Query of the refunds' index); Redis is not IAM's.
     (
         "SaleFiguresFunction",
         &[
+            REDIS_SECRET,
             (COMMERCE, &["dynamodb:GetItem"]),
             ("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"]),
             ("${CommerceTable.Arn}/index/gsi3", &["dynamodb:Query"]),
@@ -286,6 +298,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "ReconcileFunction",
         &[
+            REDIS_SECRET,
             (LIVE_SALES, &["dynamodb:Query"]),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ],
@@ -295,6 +308,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "CacheFailoverFunction",
         &[
+            REDIS_SECRET,
             DESCRIBE_CACHE,
             (LIVE_SALES, &["dynamodb:Query"]),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
