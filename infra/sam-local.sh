@@ -169,8 +169,12 @@ rm -f "$env_vars"
     set -a
     # shellcheck disable=SC1091
     . "$state/emulators.env"
+    # The containers reach the same redis-server through the bridge: the same password.
+    redis_auth=${REDIS_URL#redis://}
+    [[ $redis_auth == *@* ]] && redis_auth=${redis_auth%%@*}@ || redis_auth=""
     exec target/debug/local-cloud provision "${parameters[@]}" --sam-env-vars "$env_vars" \
-        --container-endpoint http://emulators:4566 --container-redis-url redis://emulators:6379
+        --container-endpoint http://emulators:4566 \
+        --container-redis-url "redis://${redis_auth}emulators:6379"
 ) || die "provisioning the template's tables and queues failed"
 
 mkdir -p "$state/logs"

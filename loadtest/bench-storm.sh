@@ -47,8 +47,9 @@ if [[ ${1:-} == --with-emulators ]]; then
         done
     ) >"$bench/cpu-samples.txt" 2>/dev/null &
     sampler=$!
-    printf '%q ' target/release/storm --url "http://127.0.0.1:$port" --redis-url "$REDIS_URL" \
-        --json --plot "$bench/storm.svg" "$@" >"$bench/storm-command.txt"
+    # The record names the emulator's Redis without its password.
+    printf '%q ' target/release/storm --url "http://127.0.0.1:$port" \
+        --redis-url "redis://${REDIS_URL##*@}" --json --plot "$bench/storm.svg" "$@" >"$bench/storm-command.txt"
     status=0
     target/release/storm --url "http://127.0.0.1:$port" --redis-url "$REDIS_URL" --json \
         --plot "$bench/storm.svg" "$@" \

@@ -13,7 +13,8 @@
 # process that turns two socket files into the emulators' ports; in the container
 # `follow-seckill-emulators` (image follow-seckill/local-base, network alias `emulators`),
 # the same binary turning them back into ports 4566 and 6379. So the functions' endpoints are
-# http://emulators:4566 and redis://emulators:6379 on the network `follow-seckill`.
+# http://emulators:4566 and redis://:PASSWORD@emulators:6379 on the network `follow-seckill`
+# (the bridge carries bytes: the password is the emulators' own, in emulators.env).
 #
 # start needs the emulators (emulators.env) and the engine (docker/engine.env) of LOCAL_STATE,
 # and checks the way through from a container before it returns. stop undoes it.
@@ -77,7 +78,7 @@ start() {
 
     setsid nohup "$binary" forward \
         "unix:$sockets/aws.sock=tcp:${moto#http://}" \
-        "unix:$sockets/redis.sock=tcp:${redis#redis://}" \
+        "unix:$sockets/redis.sock=tcp:${redis##*@}" \
         </dev/null >>"$state/logs/bridge.log" 2>&1 9>&- &
     pid=$!
     echo "$pid" >"$pidfile"

@@ -14,9 +14,11 @@
 #                tests that want the emulator's raw throughput. Applies when the pair
 #                starts: a running pair keeps its setting, with a warning if it differs.
 #
-# Writes to the state directory: moto.pid, redis.pid, logs/moto.log, logs/redis.log and,
-# once both answer, emulators.env: plain KEY=value lines (AWS_ENDPOINT_URL, AWS_REGION,
-# AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, REDIS_URL, and
+# Writes to the state directory: moto.pid, redis.pid, logs/moto.log, logs/redis.log,
+# redis.conf (the password redis-server requires, as ElastiCache requires its AUTH token; a
+# new one for each start, readable by its owner only) and, once both answer, emulators.env:
+# plain KEY=value lines (AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
+# AWS_SECRET_ACCESS_KEY, REDIS_URL with the password, redis://:PASSWORD@127.0.0.1:PORT, and
 # DYNAMODB_CONFLICTS as information) that make, a shell and a Rust test can all read.
 # Running it again while they run changes nothing.
 set -euo pipefail
@@ -54,12 +56,20 @@ opener.open(f"http://127.0.0.1:{sys.argv[1]}/moto-api/config", timeout=2).read()
 EOF
 }
 
-redis_answers() { # PORT
-    "$python" - "$1" <<'EOF' >/dev/null 2>&1
-import socket, sys
+# The password goes through the environment: a command line is visible to every user.
+redis_answers() { # PORT (and $redis_password)
+    REDIS_PASSWORD=$redis_password "$python" - "$1" <<'EOF' >/dev/null 2>&1
+import os, socket, sys
+password = os.environ["REDIS_PASSWORD"].encode()
 with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2) as s:
-    s.sendall(b"*1\r\n$4\r\nPING\r\n")
-    sys.exit(0 if s.recv(64).startswith(b"+PONG") else 1)
+    s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n*1\r\n$4\r\nPING\r\n" % (len(password), password))
+    answer = b""
+    while answer.count(b"\r\n") < 2:
+        chunk = s.recv(64)
+        if not chunk:
+            break
+        answer += chunk
+    sys.exit(0 if answer == b"+OK\r\n+PONG\r\n" else 1)
 EOF
 }
 
@@ -98,8 +108,10 @@ if [[ -f $env_file || -f $state/moto.pid || -f $state/redis.pid ]]; then
     redis_pid=$(cat "$state/redis.pid" 2>/dev/null || true)
     moto_port=$(env_value AWS_ENDPOINT_URL)
     moto_port=${moto_port##*:}
-    redis_port=$(env_value REDIS_URL)
-    redis_port=${redis_port##*:}
+    redis_url=$(env_value REDIS_URL)
+    redis_port=${redis_url##*:}
+    redis_password=${redis_url#redis://:}
+    redis_password=${redis_password%%@*}
     # Live processes get a grace period to answer: a moto busy with a load test must not
     # be mistaken for a hung one and restarted under a developer's feet.
     pair_answers() {
@@ -202,9 +214,15 @@ spawn "$state/logs/moto.log" \
 moto_pid=$!
 echo "$moto_pid" >"$state/moto.pid"
 
+# A password of this start's own, in a file only its owner reads: not on the command line.
+redis_password=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+(
+    umask 077
+    printf 'requirepass %s\n' "$redis_password" >"$state/redis.conf"
+)
 spawn "$state/logs/redis.log" \
-    redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no \
-    --daemonize no --dir "$state"
+    redis-server "$state/redis.conf" --bind 127.0.0.1 --port "$redis_port" --save "" \
+    --appendonly no --daemonize no --dir "$state"
 redis_pid=$!
 echo "$redis_pid" >"$state/redis.pid"
 
@@ -244,7 +262,7 @@ AWS_REGION=us-east-1
 AWS_DEFAULT_REGION=us-east-1
 AWS_ACCESS_KEY_ID=test
 AWS_SECRET_ACCESS_KEY=test
-REDIS_URL=redis://127.0.0.1:$redis_port
+REDIS_URL=redis://:$redis_password@127.0.0.1:$redis_port
 DYNAMODB_CONFLICTS=$conflicts
 EOF
 mv "$env_file.tmp" "$env_file"

@@ -59,7 +59,7 @@ if [[ -f $state/docker/dockerd.pid ]]; then
 fi
 stop_one moto moto_server.py
 stop_one redis redis-server
-rm -f "$state/emulators.env"
+rm -f "$state/emulators.env" "$state/redis.conf"
 
 if [[ $stopped_any -eq 0 ]]; then
     echo "no emulators running for $state_show"

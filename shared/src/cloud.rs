@@ -12,7 +12,10 @@
 //! ElastiCache replication group's primary endpoint, `REDIS_ENDPOINT` (`host:port`), so a cold
 //! start connects at once: no `DescribeReplicationGroups`, which hundreds of cold starts at a
 //! sale's opening would otherwise send to a throttled control plane together. The connection
-//! is TLS and trusts Amazon's roots only, like the SDK's HTTPS client.
+//! is TLS and trusts Amazon's roots only, like the SDK's HTTPS client, and presents the cache's
+//! AUTH token, which a cold start reads from Secrets Manager (`REDIS_AUTH_SECRET_ARN`). A
+//! `REDIS_URL` that carries a password of its own (the local `redis-server`'s) is used as is;
+//! one without takes the secret's too.
 
 use crate::config::{ConfigError, Env};
 use aws_config::retry::RetryConfig;
@@ -254,7 +257,17 @@ pub enum RedisSetupError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Connect(#[from] RedisConnectError),
+    /// The message names the secret, never its value.
+    #[error("failed to read the cache's AUTH token from the secret {arn}")]
+    AuthToken {
+        arn: String,
+        #[source]
+        source: anyhow::Error,
+    },
 }
+
+/// The variable naming the Secrets Manager secret that holds the cache's AUTH token.
+pub const REDIS_AUTH_SECRET_ARN: &str = "REDIS_AUTH_SECRET_ARN";
 
 /// Where the configuration says Redis is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,21 +308,86 @@ impl RedisEndpoint {
     }
 
     /// Connects: no control-plane call, the endpoint is in the configuration.
-    // skip_all: a REDIS_URL may carry a password.
-    #[tracing::instrument(skip_all)]
     pub async fn connect(&self) -> Result<ConnectionManager, RedisConnectError> {
+        self.connect_with(None).await
+    }
+
+    /// Connects presenting `auth_token` (the cache's AUTH token), if given.
+    // skip_all: a REDIS_URL may carry a password, and the token is one.
+    #[tracing::instrument(skip_all)]
+    pub async fn connect_with(
+        &self,
+        auth_token: Option<&str>,
+    ) -> Result<ConnectionManager, RedisConnectError> {
+        let client = match self {
+            Self::Url(url) => redis::Client::open(with_password(url.as_str(), auth_token)?),
+            Self::Cache { host, port } => redis::Client::build_with_tls(
+                with_password(format!("rediss://{host}:{port}"), auth_token)?,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(AMAZON_ROOTS.concat().into_bytes()),
+                },
+            ),
+        }
+        .map_err(RedisConnectError)?;
+        manage(client).await
+    }
+
+    /// Whether the connection takes the AUTH token of `REDIS_AUTH_SECRET_ARN`: the cache
+    /// does, and a URL without a password of its own.
+    fn takes_auth_token(&self) -> bool {
         match self {
-            Self::Url(url) => redis(url).await,
-            Self::Cache { host, port } => {
-                redis_tls(host, *port, AMAZON_ROOTS.concat().as_bytes()).await
-            }
+            Self::Cache { .. } => true,
+            Self::Url(url) => redis::IntoConnectionInfo::into_connection_info(url.as_str())
+                .is_ok_and(|info| info.redis_settings().password().is_none()),
         }
     }
 }
 
-/// A function's Redis, from its configuration: the cold-start path of every Redis user.
+/// `url`'s connection settings, with `password` when one is given.
+fn with_password(
+    url: impl redis::IntoConnectionInfo,
+    password: Option<&str>,
+) -> Result<redis::ConnectionInfo, RedisConnectError> {
+    let info = url.into_connection_info().map_err(RedisConnectError)?;
+    Ok(match password {
+        Some(password) => {
+            let settings = info.redis_settings().clone().set_password(password);
+            info.set_redis_settings(settings)
+        }
+        None => info,
+    })
+}
+
+/// The cache's AUTH token: the string value of the secret `arn`.
+async fn auth_token(arn: &str) -> Result<String, RedisSetupError> {
+    let failed = |source: anyhow::Error| RedisSetupError::AuthToken {
+        arn: arn.to_owned(),
+        source,
+    };
+    let config = sdk_config().map_err(|err| failed(err.into()))?;
+    let output = aws_sdk_secretsmanager::Client::new(&config)
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|err| failed(err.into()))?;
+    output
+        .secret_string()
+        .filter(|token| !token.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| failed(anyhow::anyhow!("the secret has no string value")))
+}
+
+/// A function's Redis, from its configuration: the cold-start path of every Redis user. With
+/// `REDIS_AUTH_SECRET_ARN`, the AUTH token is read from Secrets Manager first.
 pub async fn redis_from_env(env: &Env) -> Result<ConnectionManager, RedisSetupError> {
-    Ok(RedisEndpoint::from_env(env)?.connect().await?)
+    let endpoint = RedisEndpoint::from_env(env)?;
+    let token = match env.optional(REDIS_AUTH_SECRET_ARN) {
+        Some(arn) if endpoint.takes_auth_token() => Some(auth_token(arn.trim()).await?),
+        _ => None,
+    };
+    Ok(endpoint.connect_with(token.as_deref()).await?)
 }
 
 #[cfg(test)]
@@ -462,6 +540,26 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_cache_and_a_url_without_a_password_take_the_auth_token() {
+        let cache = RedisEndpoint::Cache {
+            host: "master.sales.cache.amazonaws.com".to_owned(),
+            port: 6379,
+        };
+        assert!(cache.takes_auth_token());
+        assert!(RedisEndpoint::Url("redis://127.0.0.1:6379".to_owned()).takes_auth_token());
+        // The local redis-server's own password, in its URL, wins.
+        assert!(!RedisEndpoint::Url("redis://:local@127.0.0.1:6379".to_owned()).takes_auth_token());
+
+        let info = with_password("rediss://cache:6379", Some("token-from-the-secret")).unwrap();
+        assert_eq!(
+            info.redis_settings().password(),
+            Some("token-from-the-secret")
+        );
+        let info = with_password("redis://:own@127.0.0.1:6379", None).unwrap();
+        assert_eq!(info.redis_settings().password(), Some("own"));
     }
 
     #[test]

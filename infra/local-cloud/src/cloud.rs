@@ -217,6 +217,7 @@ pub fn sam_env_vars(
 
 impl LocalCloud {
     pub async fn start(options: CloudOptions) -> anyhow::Result<Self> {
+        refuse_public_secret_off_loopback(options.address, &options.jwt_secret)?;
         // First: a machine that cannot enforce the share fails before anything is created.
         let cpu_quota = match options.lambda_cpu {
             Some(period) => Some(Arc::new(CpuQuota::new(
@@ -405,5 +406,45 @@ struct AbortOnDrop(JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// A runner that other machines can reach must not sign with the public development secret:
+/// whoever read it in this repository could mint an admin token for the runner's HTTP API.
+fn refuse_public_secret_off_loopback(address: SocketAddr, secret: &[u8]) -> anyhow::Result<()> {
+    if address.ip().is_loopback() || secret != crate::jwt::DEFAULT_LOCAL_SECRET.as_bytes() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to listen on {address} with the public development token secret: anyone who \
+         reaches that address could sign in as an admin. Set LOCAL_JWT_SECRET to a secret of \
+         your own (e.g. `export LOCAL_JWT_SECRET=$(openssl rand -hex 32)`), or listen on \
+         loopback only (--address / LOCAL_CLOUD_ADDRESS 127.0.0.1:PORT)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_may_use_the_public_secret() {
+        let public = crate::jwt::DEFAULT_LOCAL_SECRET.as_bytes();
+        for address in ["127.0.0.1:3000", "[::1]:3000", "127.0.0.2:0"] {
+            assert!(
+                refuse_public_secret_off_loopback(address.parse().unwrap(), public).is_ok(),
+                "{address}"
+            );
+        }
+        for address in ["0.0.0.0:3000", "[::]:3000", "192.0.2.7:3000"] {
+            let refused = refuse_public_secret_off_loopback(address.parse().unwrap(), public)
+                .expect_err(address)
+                .to_string();
+            assert!(
+                refused.contains(address) && refused.contains("LOCAL_JWT_SECRET"),
+                "{refused}"
+            );
+            assert!(refuse_public_secret_off_loopback(address.parse().unwrap(), b"ours").is_ok());
+        }
     }
 }

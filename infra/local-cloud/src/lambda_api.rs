@@ -3,7 +3,8 @@
 //! any function of the template once with an event of one's own (a consumer, a stream
 //! handler, a schedule), answering as Lambda does: status codes, headers and error bodies.
 //!
-//! It is Lambda's API, not an HttpApi route: no authorizer, no route throttling. `LogType: Tail`
+//! It is Lambda's API, not an HttpApi route: no authorizer, no route throttling; only a request
+//! to the runner itself from no other site's page reaches it ([`crate::guard`]). `LogType: Tail`
 //! (the log tail) and the client context are not served: the runner prints the function's
 //! output anyway.
 
@@ -222,6 +223,12 @@ fn error(status: StatusCode, error_type: &'static str, message: &str) -> Respons
         .headers_mut()
         .insert(ERROR_TYPE, HeaderValue::from_static(error_type));
     response
+}
+
+/// The refusal of a request that is not the runner's own ([`crate::guard`]), as Lambda refuses
+/// a caller without the permission: 403 `AccessDeniedException`.
+pub(crate) fn access_denied(message: &str) -> Response<Full<Bytes>> {
+    error(StatusCode::FORBIDDEN, "AccessDeniedException", message)
 }
 
 /// A failed invocation is a successful call of the API: 200, `X-Amz-Function-Error` and the

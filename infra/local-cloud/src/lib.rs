@@ -21,6 +21,8 @@
 //!   page's shared head and layout included from `shop/_layout/` by [`app::layout`], the
 //!   expansion the sale page's renderer uses too (`local-cloud pages`).
 //! - [`sign_in`]: the development sign-in at `/_local/sign-in`, a local token for a user name.
+//! - `guard`: which requests `/_local/` and the Invoke API answer: only those to the runner
+//!   itself, from no other site's page.
 //! - [`sources`]: the SQS, DynamoDB Streams and schedule event sources.
 //! - [`faults`]: the fault switches (AWS proxy rules, crashes, timeouts, duplicate delivery).
 //! - `loopback`: the plain HTTP server of every local endpoint (the HTTP API, Runtime APIs,
@@ -40,6 +42,7 @@ pub mod dashboard;
 pub mod faults;
 pub mod forward;
 pub mod gateway;
+mod guard;
 pub mod jwt;
 pub mod lambda_api;
 pub mod layout;

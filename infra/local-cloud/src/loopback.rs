@@ -24,6 +24,11 @@ use tokio::task::JoinSet;
 #[derive(Clone, Copy, Debug)]
 pub struct Peer(pub SocketAddr);
 
+/// The address the client of a request connected to, in the request's extensions: the
+/// listener's, or on a listener of every interface the one the client reached.
+#[derive(Clone, Copy, Debug)]
+pub struct Local(pub SocketAddr);
+
 /// All of a request's or a response's body, or nothing when it breaks off midway (the other
 /// side gone): what every local endpoint and its callers read bodies with.
 pub async fn body_bytes<B: hyper::body::Body>(body: B) -> Bytes {
@@ -74,9 +79,13 @@ pub async fn serve_until<S, F, Fut>(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
+                    let Ok(local) = stream.local_addr() else {
+                        continue;
+                    };
                     connections.spawn(connection(
                         stream,
                         Peer(peer),
+                        Local(local),
                         state.clone(),
                         handle,
                         closed.clone(),
@@ -105,6 +114,7 @@ pub async fn serve_until<S, F, Fut>(
 async fn connection<S, F, Fut>(
     stream: TcpStream,
     peer: Peer,
+    local: Local,
     state: Arc<S>,
     handle: F,
     mut closed: watch::Receiver<bool>,
@@ -115,6 +125,7 @@ async fn connection<S, F, Fut>(
 {
     let service = service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(peer);
+        request.extensions_mut().insert(local);
         let response = handle(state.clone(), request);
         async move { Ok::<_, Infallible>(response.await) }
     });

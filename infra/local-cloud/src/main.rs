@@ -24,7 +24,8 @@ enum Command {
     Up {
         #[command(flatten)]
         stack: StackArgs,
-        /// Where the HTTP API listens.
+        /// Where the HTTP API listens. Off loopback only with LOCAL_JWT_SECRET set to a
+        /// secret of one's own: the default is public.
         #[arg(long, env = "LOCAL_CLOUD_ADDRESS", default_value = "127.0.0.1:3000")]
         address: SocketAddr,
         /// Instances per function (capped by ReservedConcurrentExecutions).

@@ -16,10 +16,10 @@
 //! beside the token (`#token=...&state=...`): the page takes a token only with the nonce of
 //! the sign-in it started, so a link carrying someone else's token signs no one in.
 //!
-//! It answers only requests made to the runner itself ([`refusal`]): a `Host` that is not the
-//! runner's own address or `localhost` with its port (another name resolved to 127.0.0.1: DNS
-//! rebinding) and a `POST` whose `Origin` is another site's (a page elsewhere signing the
-//! developer in as someone of its choosing) are a 403 that says why.
+//! It answers only requests made to the runner itself ([`crate::guard`]): a `Host` that is not
+//! the runner's own address or `localhost` with its port (another name resolved to 127.0.0.1:
+//! DNS rebinding) and a `POST` from another site's page (signing the developer in as someone
+//! of its choosing) are a 403 that says why.
 
 use crate::dashboard::local_answer;
 use app::layout::escape;
@@ -28,7 +28,6 @@ use http::HeaderValue;
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::json;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The page's path.
@@ -94,66 +93,6 @@ fn return_of(query: Option<&str>) -> Result<(Option<String>, Option<String>), St
         }
     }
     Ok((back_to, state))
-}
-
-/// Why a request to [`PATH`] is refused, if it is: its `host` (the `Host` header, or the
-/// request line's authority) is not the runner's own, `local`'s address or `localhost`, with
-/// its port; or it is a `POST` whose `origin`, when it has one, is not the runner's own. A
-/// 403 with a JSON message.
-pub(crate) fn refusal(
-    local: SocketAddr,
-    method: &Method,
-    host: Option<&str>,
-    origin: Option<&str>,
-) -> Option<Response<Full<Bytes>>> {
-    let port = local.port();
-    let ip = match local {
-        SocketAddr::V4(v4) => v4.ip().to_string(),
-        SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
-    };
-    let own_hosts = [format!("{ip}:{port}"), format!("localhost:{port}")];
-    let own = own_hosts.join(" or ");
-    let own_host = |host: &str| {
-        let host = host.to_ascii_lowercase();
-        own_hosts.contains(&host) || (port == 80 && (host == ip || host == "localhost"))
-    };
-    let problem = match host {
-        None => Some(format!(
-            "the development sign-in answers only requests to this runner ({own}); this one \
-             names no host"
-        )),
-        Some(host) if !own_host(host) => Some(format!(
-            "the development sign-in answers only requests to this runner ({own}), not to \
-             {:?}: another name for this machine is refused, as a page of another site could \
-             use it to reach the runner",
-            shown(host)
-        )),
-        Some(_) if *method == Method::POST => origin.and_then(|origin| {
-            let own_origin = origin
-                .to_ascii_lowercase()
-                .strip_prefix("http://")
-                .is_some_and(own_host);
-            (!own_origin).then(|| {
-                format!(
-                    "the development sign-in signs in only from its own page (http://{own}), \
-                     not from {:?}",
-                    shown(origin)
-                )
-            })
-        }),
-        Some(_) => None,
-    };
-    problem.map(|problem| {
-        json_answer(
-            StatusCode::FORBIDDEN,
-            json!({ "message": format!("Forbidden: {problem}") }),
-        )
-    })
-}
-
-/// At most 100 characters of a header the client chose, for a message.
-fn shown(text: &str) -> String {
-    text.chars().take(100).collect()
 }
 
 /// The answer to `method` on [`PATH`] with `query` and `body` (none when it was over
@@ -586,106 +525,6 @@ mod tests {
             ))
             .await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{elsewhere}");
-        }
-    }
-
-    /// Another name for 127.0.0.1 (DNS rebinding) and another site's page (login CSRF) are
-    /// refused, with a message that says why; the runner's own address and `localhost` with
-    /// its port, and a POST from its own page or from a client that sends no `Origin`, are
-    /// not.
-    #[tokio::test]
-    async fn only_requests_to_the_runner_itself_from_its_own_page_are_answered() {
-        let local: SocketAddr = "127.0.0.1:3000".parse().unwrap();
-        for (method, host, origin) in [
-            (Method::GET, Some("127.0.0.1:3000"), None),
-            (Method::GET, Some("localhost:3000"), None),
-            (Method::POST, Some("LOCALHOST:3000"), None),
-            (
-                Method::POST,
-                Some("127.0.0.1:3000"),
-                Some("http://127.0.0.1:3000"),
-            ),
-            (
-                Method::POST,
-                Some("127.0.0.1:3000"),
-                Some("http://localhost:3000"),
-            ),
-            // A GET is a navigation: its origin, if any, changes nothing it shows.
-            (
-                Method::GET,
-                Some("127.0.0.1:3000"),
-                Some("https://evil.example"),
-            ),
-        ] {
-            assert!(
-                refusal(local, &method, host, origin).is_none(),
-                "{method} {host:?} {origin:?}"
-            );
-        }
-        for (method, host, origin, says) in [
-            (
-                Method::GET,
-                Some("evil.example:3000"),
-                None,
-                "not to \"evil.example:3000\"",
-            ),
-            (
-                Method::POST,
-                Some("rebound.evil.example:3000"),
-                Some("http://rebound.evil.example:3000"),
-                "another name",
-            ),
-            (
-                Method::GET,
-                Some("127.0.0.1:8080"),
-                None,
-                "127.0.0.1:3000 or localhost:3000",
-            ),
-            (Method::GET, Some("127.0.0.1"), None, "not to"),
-            (Method::GET, None, None, "names no host"),
-            (
-                Method::POST,
-                Some("127.0.0.1:3000"),
-                Some("https://evil.example"),
-                "not from \"https://evil.example\"",
-            ),
-            (
-                Method::POST,
-                Some("127.0.0.1:3000"),
-                Some("null"),
-                "only from its own page",
-            ),
-            (
-                Method::POST,
-                Some("127.0.0.1:3000"),
-                Some("http://127.0.0.1:3001"),
-                "only from its own page",
-            ),
-            (
-                Method::POST,
-                Some("localhost:3000"),
-                Some("https://localhost:3000"),
-                "only from its own page",
-            ),
-        ] {
-            let refused = refusal(local, &method, host, origin)
-                .unwrap_or_else(|| panic!("{method} {host:?} {origin:?} was answered"));
-            let (status, kind, body) = text(refused).await;
-            assert_eq!(
-                (status, kind.as_str()),
-                (StatusCode::FORBIDDEN, "application/json"),
-                "{body}"
-            );
-            let body: serde_json::Value = serde_json::from_str(&body).unwrap();
-            let message = body["message"].as_str().unwrap();
-            assert!(
-                message.starts_with("Forbidden: the development sign-in"),
-                "{message}"
-            );
-            assert!(
-                message.contains(says),
-                "{method} {host:?} {origin:?}: {message}"
-            );
         }
     }
 }

@@ -264,3 +264,77 @@ async fn the_cache_endpoint_is_tls_and_trusts_amazons_roots_only() {
         "{chain}"
     );
 }
+
+/// The local redis-server requires the password that `REDIS_URL` carries, as the cache requires
+/// its AUTH token: a client without it runs no command, one with another password is refused.
+#[tokio::test]
+async fn a_connection_without_the_password_runs_no_command() {
+    let url = std::env::var("REDIS_URL").expect("REDIS_URL points at redis-server");
+    let (_, address) = url
+        .strip_prefix("redis://")
+        .and_then(|rest| rest.split_once('@'))
+        .expect("REDIS_URL carries the emulator's password");
+
+    for (who, url) in [
+        ("no password", format!("redis://{address}")),
+        (
+            "another password",
+            format!("redis://:not-the-password@{address}"),
+        ),
+    ] {
+        let client = redis::Client::open(url).unwrap();
+        let ping = async {
+            let mut connection = client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING")
+                .query_async::<String>(&mut connection)
+                .await
+        };
+        let refused = ping.await.expect_err(who);
+        let text = refused.to_string();
+        // The server's NOAUTH or WRONGPASS, as the client words it.
+        assert!(
+            ["NOAUTH", "WRONGPASS", "uthentication", "password"]
+                .iter()
+                .any(|word| text.contains(word)),
+            "{who}: {text}"
+        );
+    }
+
+    let mut redis = cloud::redis(&url).await.expect("the password is accepted");
+    let pong: String = redis::cmd("PING").query_async(&mut redis).await.unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+/// The cloud's way, against the emulators: a URL without a password and the ARN of the secret
+/// holding it (`REDIS_AUTH_SECRET_ARN`); the cold start reads the token from Secrets Manager
+/// and presents it.
+#[tokio::test]
+async fn the_auth_token_is_read_from_its_secret_at_cold_start() {
+    let url = std::env::var("REDIS_URL").expect("REDIS_URL points at redis-server");
+    let (userinfo, address) = url
+        .strip_prefix("redis://")
+        .and_then(|rest| rest.split_once('@'))
+        .expect("REDIS_URL carries the emulator's password");
+    let password = userinfo.trim_start_matches(':');
+    let config = cloud::sdk_config().expect("the emulators' region and credentials");
+    let secret = aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name(format!("redis-auth-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(password)
+        .send()
+        .await
+        .expect("create the secret");
+    let arn = secret.arn().expect("the secret's ARN");
+    let without_password = format!("redis://{address}");
+    let env = Env::from_pairs([
+        ("REDIS_URL", without_password.as_str()),
+        (cloud::REDIS_AUTH_SECRET_ARN, arn),
+    ]);
+
+    let mut redis = cloud::redis_from_env(&env)
+        .await
+        .expect("connects with the secret's token");
+
+    let pong: String = redis::cmd("PING").query_async(&mut redis).await.unwrap();
+    assert_eq!(pong, "PONG");
+}

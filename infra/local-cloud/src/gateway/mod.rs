@@ -15,9 +15,10 @@ mod router;
 mod throttle;
 
 use crate::dashboard::{self, Dashboard};
+use crate::guard::{self, OwnAddress};
 use crate::jwt;
 use crate::lambda_api::{self, LambdaApi};
-use crate::loopback::Peer;
+use crate::loopback::{Local, Peer};
 use crate::model::HttpRoute;
 use crate::pages::Pages;
 use crate::runtime::{FunctionHandle, ids};
@@ -84,7 +85,11 @@ pub async fn serve(
                 .extensions()
                 .get::<Peer>()
                 .expect("the loopback server names every request's peer");
-            gateway.handle(request, peer).await
+            let Local(local) = *request
+                .extensions()
+                .get::<Local>()
+                .expect("the loopback server names every request's local address");
+            gateway.handle(request, peer, local).await
         },
         shutdown,
         DRAIN_TIMEOUT,
@@ -169,11 +174,40 @@ impl Gateway {
         })
     }
 
-    async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
-        // Lambda's API, not the HTTP API's: no route, throttle, authorizer or apigw-requestid.
-        if let Some(lambda) = &self.lambda
-            && lambda_api::is_lambda_api(request.uri().path())
+    async fn handle(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+        local: SocketAddr,
+    ) -> HttpResponse {
+        let path = request.uri().path();
+        let lambda = self
+            .lambda
+            .as_ref()
+            .filter(|_| lambda_api::is_lambda_api(path));
+        // The runner's own powers: only for requests to the runner itself, from its own pages.
+        let tool = match lambda {
+            Some(_) => Some("Lambda's Invoke API"),
+            None if path == sign_in::PATH => Some("the development sign-in"),
+            None if dashboard::is_local(path) => Some("the runner's tools under /_local/"),
+            None => None,
+        };
+        if let Some(tool) = tool
+            && let Some(problem) =
+                guard::refusal(&OwnAddress::new(self.local, local), tool, &request)
         {
+            tracing::warn!(%peer, path, "refused: {problem}");
+            return match lambda {
+                Some(_) => lambda_api::access_denied(&problem),
+                None => dashboard::local_answer(
+                    http::StatusCode::FORBIDDEN,
+                    "application/json",
+                    Bytes::from(serde_json::json!({ "message": problem }).to_string()),
+                ),
+            };
+        }
+        // Lambda's API, not the HTTP API's: no route, throttle, authorizer or apigw-requestid.
+        if let Some(lambda) = lambda {
             let (parts, body) = request.into_parts();
             return lambda.respond(&parts, body).await;
         }
@@ -201,21 +235,6 @@ impl Gateway {
         let (parts, body) = request.into_parts();
         // Before routing: no route, not even `$default` or `/{proxy+}`, takes these.
         if parts.uri.path() == sign_in::PATH {
-            let header = |name| {
-                parts
-                    .headers
-                    .get(name)
-                    .and_then(|value: &HeaderValue| value.to_str().ok())
-            };
-            let host = header(http::header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
-            if let Some(refused) = sign_in::refusal(
-                self.local,
-                &parts.method,
-                host,
-                header(http::header::ORIGIN),
-            ) {
-                return refused;
-            }
             let json = parts
                 .headers
                 .get(http::header::CONTENT_TYPE)

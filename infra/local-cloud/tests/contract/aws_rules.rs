@@ -187,7 +187,7 @@ fn every_redis_function_runs_in_the_vpc_with_the_cache_security_group() {
             "{name}: {subnets:?}"
         );
     }
-    assert_eq!(redis_functions, 10, "the ten Redis functions");
+    assert_eq!(redis_functions, 13, "the thirteen Redis functions");
 }
 
 /// A resource's attribute as written, e.g. its `DeletionPolicy`.

@@ -29,6 +29,8 @@ const LIVE_SALES: &str = "${CommerceTable.Arn}/index/gsi1";
 /// The commerce table's index of a sale's orders and reservations, eight partitions each.
 const SALE_INDEX: &str = "${CommerceTable.Arn}/index/gsi3";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
+/// The cache's AUTH token, read at cold start by every function that uses Redis.
+const REDIS_SECRET: Grant = ("Ref RedisAuthSecret", &["secretsmanager:GetSecretValue"]);
 /// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
 /// where the function exists without it).
 const SANDBOX_SECRET: &str = "Ref PaymentSandboxSecret";
@@ -155,6 +157,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "PublishSaleFunction",
         &[
+            REDIS_SECRET,
             (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
             // QueuedPageRequests::request: the sale's id, for the page writer.
             ("SalePageQueue.Arn", &["sqs:SendMessage"]),
@@ -173,30 +176,34 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             ("SalePageQueue.Arn", &SQS_POLLER),
         ],
     ),
-    // Redis only.
-    ("GetSaleFunction", &[]),
+    // Redis only (its AUTH token).
+    ("GetSaleFunction", &[REDIS_SECRET]),
     // DynamoReservationBook::put (then SADD in Redis), and ::holds after the start.
     (
         "ReserveSaleFunction",
-        &[(COMMERCE, &["dynamodb:PutItem", "dynamodb:GetItem"])],
+        &[
+            REDIS_SECRET,
+            (COMMERCE, &["dynamodb:PutItem", "dynamodb:GetItem"]),
+        ],
     ),
     // DynamoReservationBook::delete (then SREM in Redis).
     (
         "CancelReservationFunction",
-        &[(COMMERCE, &["dynamodb:DeleteItem"])],
+        &[REDIS_SECRET, (COMMERCE, &["dynamodb:DeleteItem"])],
     ),
-    // SISMEMBER and SCARD in Redis only.
-    ("GetReservationFunction", &[]),
+    // SISMEMBER and SCARD in Redis only (its AUTH token).
+    ("GetReservationFunction", &[REDIS_SECRET]),
     // EVALSHA in Redis, SendMessage of OrderPlaced.
     (
         "PlaceOrderFunction",
-        &[("OrderQueue.Arn", &["sqs:SendMessage"])],
+        &[REDIS_SECRET, ("OrderQueue.Arn", &["sqs:SendMessage"])],
     ),
     // confirm_orders / reject_orders (transactions of Puts and the sale's Update), order and
     // stock_remaining (GetItem), PaymentDue (SendMessage).
     (
         "OrderConsumerFunction",
         &[
+            REDIS_SECRET,
             ("OrderConsumerLogGroup.Arn", &LOGS),
             (
                 COMMERCE,
@@ -214,13 +221,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "PaymentTimeoutConsumerFunction",
         &[
+            REDIS_SECRET,
             ("PaymentTimeoutConsumerLogGroup.Arn", &LOGS),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
             ("OrderTimeoutQueue.Arn", &SQS_POLLER),
         ],
     ),
     // order (GetItem); a PENDING one from Redis.
-    ("GetOrderFunction", &[(COMMERCE, &["dynamodb:GetItem"])]),
+    (
+        "GetOrderFunction",
+        &[REDIS_SECRET, (COMMERCE, &["dynamodb:GetItem"])],
+    ),
     // orders_of: Query of the orders index.
     (
         "ListOrdersFunction",
@@ -283,13 +294,17 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // end (UpdateItem), get when the condition failed (GetItem); Redis is not IAM's.
     (
         "EndSaleFunction",
-        &[(COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"])],
+        &[
+            REDIS_SECRET,
+            (COMMERCE, &["dynamodb:UpdateItem", "dynamodb:GetItem"]),
+        ],
     ),
     // the sale (GetItem), order_tallies (Query of the sale-orders index), refunds_due_of
     // (Query of the refunds' index); Redis is not IAM's.
     (
         "SaleFiguresFunction",
         &[
+            REDIS_SECRET,
             (COMMERCE, &["dynamodb:GetItem"]),
             ("${CommerceTable.Arn}/index/gsi1", &["dynamodb:Query"]),
             (SALE_INDEX, &["dynamodb:Query"]),
@@ -302,6 +317,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "ReconcileFunction",
         &[
+            REDIS_SECRET,
             (LIVE_SALES, &["dynamodb:Query"]),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ],
@@ -311,6 +327,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     (
         "CacheFailoverFunction",
         &[
+            REDIS_SECRET,
             DESCRIBE_CACHE,
             (LIVE_SALES, &["dynamodb:Query"]),
             (SALE_INDEX, &["dynamodb:Query"]),

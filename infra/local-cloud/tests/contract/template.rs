@@ -433,3 +433,50 @@ fn the_payment_sandbox_exists_only_where_enabled_signs_with_its_own_secret_and_n
             .contains_key("PAYMENT_PROVIDER")
     );
 }
+
+/// ElastiCache's AUTH: the cache takes only TLS clients that present a token CloudFormation
+/// resolves from a secret it generates (never a parameter, a literal or an output), and
+/// exactly the functions that use Redis get that secret's ARN to read it at cold start.
+#[test]
+fn the_cache_requires_tls_and_an_auth_token_from_secrets_manager() {
+    let template = super::support::yaml("template.yaml");
+    let resources = &template["Resources"];
+    let cache = &resources["RedisCache"]["Properties"];
+    assert_eq!(cache["TransitEncryptionEnabled"].as_bool(), Some(true));
+    let yaml_serde::Value::Tagged(token) = &cache["AuthToken"] else {
+        panic!("RedisCache's AuthToken is a !Sub of a Secrets Manager dynamic reference");
+    };
+    assert_eq!(token.tag.to_string().trim_start_matches('!'), "Sub");
+    assert_eq!(
+        token.value.as_str(),
+        Some("{{resolve:secretsmanager:${RedisAuthSecret}:SecretString}}")
+    );
+    let secret = &resources["RedisAuthSecret"];
+    assert_eq!(secret["Type"], "AWS::SecretsManager::Secret");
+    let generated = &secret["Properties"]["GenerateSecretString"];
+    assert!(
+        generated["PasswordLength"]
+            .as_u64()
+            .is_some_and(|n| (16..=128).contains(&n)),
+        "ElastiCache takes a token of 16 to 128 characters"
+    );
+    assert_eq!(generated["ExcludePunctuation"].as_bool(), Some(true));
+    assert!(secret["Properties"].get("SecretString").is_none());
+
+    let model = project(&[]).unwrap();
+    let arn = &model
+        .secrets
+        .iter()
+        .find(|s| s.logical_id == "RedisAuthSecret")
+        .expect("the runner creates the secret too")
+        .name;
+    for function in &model.functions {
+        let uses_redis = function.environment.contains_key("REDIS_ENDPOINT");
+        assert_eq!(
+            function.environment.get("REDIS_AUTH_SECRET_ARN"),
+            uses_redis.then_some(arn),
+            "{}",
+            function.logical_id
+        );
+    }
+}

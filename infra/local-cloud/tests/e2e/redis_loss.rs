@@ -22,6 +22,9 @@ pub(crate) struct OwnRedis {
     child: Child,
 }
 
+/// This test's own redis-server's password.
+const PASSWORD: &str = "own-redis-password";
+
 impl OwnRedis {
     pub(crate) fn free_port() -> u16 {
         std::net::TcpListener::bind("127.0.0.1:0")
@@ -34,6 +37,9 @@ impl OwnRedis {
     pub(crate) async fn start(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            // A password, as the cloud's cache and the emulators' redis-server require one:
+            // the functions present the one their URL carries.
+            .args(["--requirepass", PASSWORD])
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -64,7 +70,7 @@ impl OwnRedis {
     }
 
     pub(crate) fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://:{PASSWORD}@127.0.0.1:{}", self.port)
     }
 
     /// SIGKILL: whatever it held is gone, as after a crash without persistence.

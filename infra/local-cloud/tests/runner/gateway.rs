@@ -13,6 +13,7 @@ use hyper_util::rt::TokioExecutor;
 use local_cloud::dashboard::Dashboard;
 use local_cloud::gateway::{self, Route};
 use local_cloud::jwt;
+use local_cloud::lambda_api::LambdaApi;
 use local_cloud::model::{EventSpec, FunctionSpec, HttpRoute, JwtAuthorizer};
 use local_cloud::runtime::{FunctionHandle, Runtime, RuntimeOptions};
 use serde_json::{Value, json};
@@ -163,6 +164,15 @@ async fn spawn_api_in(
             }
         }
     }
+    // Lambda's Invoke API beside the routes, as in the runner.
+    let lambda = LambdaApi::new(
+        functions.iter().map(|function| {
+            let handle = runtime.function(&function.name).unwrap();
+            (function, handle)
+        }),
+        "us-east-1",
+        "123456789012",
+    );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -172,7 +182,7 @@ async fn spawn_api_in(
         SECRET.to_vec(),
         dashboard,
         None,
-        None,
+        Some(lambda),
         async move {
             let _ = stopped.await;
         },
@@ -187,13 +197,17 @@ async fn spawn_api_in(
 }
 
 impl Api {
-    fn request(&self, method: Method, path: &str) -> http::request::Builder {
+    pub(crate) fn request(&self, method: Method, path: &str) -> http::request::Builder {
         Request::builder()
             .method(method)
             .uri(format!("http://{}{path}", self.address))
     }
 
-    async fn send(&self, request: http::request::Builder, body: impl Into<Bytes>) -> Reply {
+    pub(crate) async fn send(
+        &self,
+        request: http::request::Builder,
+        body: impl Into<Bytes>,
+    ) -> Reply {
         let request = request.body(Full::new(body.into())).unwrap();
         let response = tokio::time::timeout(Duration::from_secs(20), self.client.request(request))
             .await

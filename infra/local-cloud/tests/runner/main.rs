@@ -7,6 +7,7 @@
 
 mod gateway;
 mod gateway_load;
+mod guard;
 mod invoke;
 mod lambda_cpu;
 mod provision;
