@@ -3,7 +3,8 @@
 //! placed at the same time, on a route with a bucket of its own, still go through. And the
 //! web ACL's per-source limits before the buckets: a stranger flooding the order route or
 //! the payment callback from one address is refused there, and the buyers and the provider
-//! at other addresses still get through.
+//! at other addresses still get through; and a request that goes around the distribution, to
+//! a function without its header, is refused 403.
 
 use crate::seckill::{buyers, open_sale};
 use crate::support::{Api, options, report, start, unique_stack};
@@ -344,5 +345,74 @@ async fn a_strangers_flood_from_one_source_cannot_take_the_order_route_or_the_ca
             "the provider's notice reached the callback function".to_owned(),
         ],
     );
+    cloud.stop().await;
+}
+
+/// An HTTP API event for `GET /seckill/activities/{id}` as API Gateway sends it, with these
+/// headers: what a caller at the execute-api endpoint makes a function run.
+fn detail_event(sale: &str, headers: Value) -> String {
+    json!({
+        "version": "2.0",
+        "routeKey": "GET /seckill/activities/{id}",
+        "rawPath": format!("/seckill/activities/{sale}"),
+        "rawQueryString": "",
+        "headers": headers,
+        "pathParameters": {"id": sale},
+        "isBase64Encoded": false,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": "local.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "local",
+            "http": {
+                "method": "GET",
+                "path": format!("/seckill/activities/{sale}"),
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.70",
+                "userAgent": "curl/8"
+            },
+            "requestId": "around-cloudfront",
+            "routeKey": "GET /seckill/activities/{id}",
+            "stage": "$default",
+            "time": "07/Dec/2026:00:00:00 +0000",
+            "timeEpoch": 0
+        }
+    })
+    .to_string()
+}
+
+/// The execute-api endpoint cannot be disabled without a custom domain, and a caller there
+/// skips the web ACL: every function answers a request without the distribution's header 403
+/// and does nothing. Through the runner's HTTP API, which adds the header as the distribution
+/// does, the same read is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_went_around_the_distribution_is_403() {
+    let stack = unique_stack();
+    let cloud = start(options(&stack)).await;
+    let sale = open_sale(&cloud, 1, 1).await;
+    let anonymous = Api::new(&cloud, None);
+    let (status, body) = anonymous
+        .call("GET", &format!("/seckill/activities/{sale}"), None)
+        .await;
+    assert_eq!(status, 200, "through the distribution: {body}");
+
+    let function = crate::support::function_named(&cloud, "get-sale");
+    let invoke = format!("/2015-03-31/functions/{function}/invocations");
+    let secret = local_cloud::secrets::local_value("OriginVerifySecret");
+    for (headers, expected) in [
+        (json!({}), 403),
+        (json!({"x-origin-verify": "guessed"}), 403),
+        (json!({"x-origin-verify": secret}), 200),
+    ] {
+        let (status, answer) = anonymous
+            .send("POST", &invoke, &[], detail_event(&sale, headers.clone()))
+            .await;
+        assert_eq!(status, 200, "the invocation itself: {answer}");
+        assert_eq!(answer["statusCode"], expected, "{headers}: {answer}");
+        if expected == 403 {
+            let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body["error"]["code"], "FORBIDDEN", "{answer}");
+        }
+    }
     cloud.stop().await;
 }
