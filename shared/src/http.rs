@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::emf;
@@ -241,6 +242,62 @@ pub fn refuse_large_body(request: &Request) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The header CloudFront adds to every request it sends the API (the distribution's
+/// `OriginCustomHeaders`), whose value only the distribution and the functions know.
+pub const ORIGIN_VERIFY_HEADER: &str = "x-origin-verify";
+
+/// The variable holding that value. Set (and not empty), a request without the header, or
+/// with another value, is refused 403 before anything else: it reached the API some other
+/// way than through the distribution (the `execute-api` endpoint), past the web ACL's
+/// per-source limits. The template sets it on every function; `sam local`, which has no
+/// distribution in front, sets it empty.
+pub const ORIGIN_VERIFY_ENV: &str = "ORIGIN_VERIFY";
+
+/// [`ORIGIN_VERIFY_ENV`]'s value, read once.
+fn origin_secret() -> Option<&'static str> {
+    static SECRET: OnceLock<Option<String>> = OnceLock::new();
+    SECRET
+        .get_or_init(|| {
+            std::env::var(ORIGIN_VERIFY_ENV)
+                .ok()
+                .filter(|value| !value.is_empty())
+        })
+        .as_deref()
+}
+
+/// A 403 for a request that did not come through the distribution, when `expected` is the
+/// value the distribution sends; `None`: no check (no distribution in front).
+pub fn refuse_foreign_origin(request: &Request, expected: Option<&str>) -> Result<(), ApiError> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let sent = request
+        .headers()
+        .get(ORIGIN_VERIFY_HEADER)
+        .map(|value| value.as_bytes())
+        .unwrap_or_default();
+    if same_secret(sent, expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "FORBIDDEN",
+            "requests are taken only through the shop's own address",
+        ))
+    }
+}
+
+/// Compares without stopping at the first difference, so that the time taken tells a caller
+/// guessing the value nothing about how much of it was right.
+fn same_secret(sent: &[u8], expected: &[u8]) -> bool {
+    sent.len() == expected.len()
+        && sent
+            .iter()
+            .zip(expected)
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
+}
+
 /// Runs an HTTP function: every request is [`answer`]ed.
 pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_http::Error>
 where
@@ -264,7 +321,9 @@ where
 /// parsed it.
 const REQUEST_IDS: [&str; 4] = ["caller", "target", "sale", "order"];
 
-/// One request: a body over [`MAX_BODY_BYTES`] is refused first, and an `Err` becomes its error
+/// One request: one that did not come through the distribution is refused first
+/// ([`refuse_foreign_origin`], when [`ORIGIN_VERIFY_ENV`] is set), then a body over
+/// [`MAX_BODY_BYTES`], and an `Err` becomes its error
 /// response, so the runtime never sees a handler failure and a client never sees a bare
 /// runtime error; each request is counted with its outcome and time ([`emf::request`]). All of it runs in one `request` span holding [`REQUEST_IDS`], so every line
 /// logged for the request, the failure's included, says whom it concerns.
@@ -285,7 +344,11 @@ where
         order = tracing::field::Empty,
     );
     let started = Instant::now();
-    let answer = span.in_scope(|| refuse_large_body(&request).map(|()| handler(request)));
+    let answer = span.in_scope(|| {
+        refuse_foreign_origin(&request, origin_secret())
+            .and_then(|()| refuse_large_body(&request))
+            .map(|()| handler(request))
+    });
     async move {
         let answer = match answer {
             Ok(answer) => answer.await,
@@ -333,6 +396,35 @@ mod tests {
             err.message(),
             "the request body is 16385 bytes; at most 16384 are accepted"
         );
+    }
+
+    #[test]
+    fn a_request_without_the_distributions_header_is_403_when_the_check_is_configured() {
+        let request = |header: Option<&str>| {
+            let mut request = Request::default();
+            if let Some(value) = header {
+                request
+                    .headers_mut()
+                    .insert(ORIGIN_VERIFY_HEADER, value.parse().unwrap());
+            }
+            request
+        };
+        let secret = Some("s3cret-from-the-distribution");
+        assert!(
+            refuse_foreign_origin(&request(Some("s3cret-from-the-distribution")), secret).is_ok()
+        );
+        for sent in [
+            None,
+            Some(""),
+            Some("s3cret"),
+            Some("s3cret-from-the-distributioN"),
+        ] {
+            let err = refuse_foreign_origin(&request(sent), secret).unwrap_err();
+            assert_eq!(err.status(), StatusCode::FORBIDDEN, "{sent:?}");
+            assert_eq!(err.code(), "FORBIDDEN");
+        }
+        // No distribution in front (sam local): no check.
+        assert!(refuse_foreign_origin(&request(None), None).is_ok());
     }
 
     #[tokio::test]

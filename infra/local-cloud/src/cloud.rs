@@ -45,7 +45,13 @@ pub struct CloudOptions {
     pub faults: FaultPlan,
     /// Whether the HTTP API enforces the template's route throttling (`DefaultRouteSettings`,
     /// `RouteSettings`) as API Gateway does: on, unless a load test lifts it.
+    /// It lifts the web ACL's per-source limits too.
     pub route_throttling: bool,
+    /// Whether the per-source limits take a request's source from the first address of its
+    /// `X-Forwarded-For` (as CloudFront's viewer address) instead of the peer: for tests that
+    /// play clients from several addresses on one machine. Off: a client cannot choose its
+    /// own source.
+    pub trust_forwarded_for: bool,
     /// Lambda's CPU share for each function instance (`up --lambda-cpu`): the CFS period of
     /// its cgroup ([`crate::cpu_quota`]). None: the functions share the machine freely.
     pub lambda_cpu: Option<std::time::Duration>,
@@ -185,8 +191,9 @@ async fn upload_pages(model: &Model, options: &CloudOptions) -> anyhow::Result<O
 /// function's resolved environment under its logical id, with the endpoint as the function
 /// containers reach it (`container_endpoint`, also replacing `host_endpoint` in queue URLs) in
 /// `AWS_ENDPOINT_URL`, and the Redis URL they reach in `REDIS_URL` where the function declares
-/// it. SAM only overrides variables that the template declares for the function, so the file
-/// sets nothing else (a contract test reads both).
+/// it. `ORIGIN_VERIFY` is empty: `sam local` has no distribution in front to add the header
+/// the functions would otherwise require. SAM only overrides variables that the template
+/// declares for the function, so the file sets nothing else (a contract test reads both).
 pub fn sam_env_vars(
     model: &Model,
     host_endpoint: &str,
@@ -204,6 +211,7 @@ pub fn sam_env_vars(
                 let value = match name.as_str() {
                     "AWS_ENDPOINT_URL" => container.to_owned(),
                     "REDIS_URL" => container_redis_url.to_owned(),
+                    app::http::ORIGIN_VERIFY_ENV => String::new(),
                     _ if host.is_empty() => value.clone(),
                     _ => value.replace(host, container),
                 };
@@ -291,9 +299,19 @@ impl LocalCloud {
             .with_context(|| format!("failed to listen on {}", options.address))?;
         let address = listener.local_addr()?;
         let (stop_gateway, stopped) = oneshot::channel();
+        let edge = gateway::Edge::new(
+            if options.route_throttling {
+                model.edge_limits.clone()
+            } else {
+                Vec::new()
+            },
+            model.origin_headers.clone(),
+            options.trust_forwarded_for,
+        );
         let gateway = tokio::spawn(gateway::serve(
             listener,
             routes,
+            edge,
             options.jwt_secret.clone(),
             context.dashboard.clone(),
             pages,

@@ -189,6 +189,7 @@ impl StackArgs {
             faults: FaultPlan::default(),
             route_throttling: true,
             lambda_cpu: None,
+            trust_forwarded_for: false,
         }
     }
 }
@@ -440,7 +441,10 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
             if !route_throttling {
-                println!("route throttling lifted: the template's route limits are not enforced");
+                println!(
+                    "route throttling lifted: the template's route limits and per-source \
+                     limits are not enforced"
+                );
             }
             for switch in &faults {
                 options.faults.add(switch)?;

@@ -13,6 +13,13 @@ pub struct Model {
     pub buckets: Vec<BucketSpec>,
     pub functions: Vec<FunctionSpec>,
     pub secrets: Vec<SecretSpec>,
+    /// The rate-based rules of the distribution's web ACL (`AWS::WAFv2::WebACL`, scope
+    /// `CLOUDFRONT`), when the template has one: the per-source limits evaluated before any
+    /// route's bucket.
+    pub edge_limits: Vec<EdgeLimit>,
+    /// The headers CloudFront adds to every request it sends to the API
+    /// (`OriginCustomHeaders` of the distribution's custom origins), their values resolved.
+    pub origin_headers: Vec<(String, String)>,
 }
 
 /// A Secrets Manager secret of the template.
@@ -228,6 +235,73 @@ impl RouteThrottle {
             rate_per_second,
             burst,
         }
+    }
+}
+
+/// A rate-based rule of the web ACL: at most `limit` requests from one source IP within
+/// `window`, counting only those `scope` matches; past it, every matching request from that
+/// source is answered `status` with `body` until its count falls back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeLimit {
+    /// The rule's `Name`.
+    pub name: String,
+    pub limit: u64,
+    /// `EvaluationWindowSec`.
+    pub window: Duration,
+    /// The `ScopeDownStatement`'s matches, all of which must hold; empty: every request.
+    pub scope: Vec<EdgeMatch>,
+    /// The `Block` action's `CustomResponse` code, 403 when it sets none (WAF's default).
+    pub status: u16,
+    /// Its `CustomResponseBodyKey`'s content and content type; `None` for WAF's default.
+    pub body: Option<(String, String)>,
+}
+
+/// One `ByteMatchStatement` of a scope-down statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeMatch {
+    pub field: EdgeField,
+    pub constraint: Positional,
+    /// `SearchString`, compared as it is (no text transformation).
+    pub value: String,
+}
+
+/// The part of a request a match reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeField {
+    Method,
+    UriPath,
+}
+
+/// `PositionalConstraint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Positional {
+    Exactly,
+    StartsWith,
+    EndsWith,
+    Contains,
+}
+
+impl EdgeMatch {
+    /// Whether a request with this method and path matches.
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        let field = match self.field {
+            EdgeField::Method => method,
+            EdgeField::UriPath => path,
+        };
+        let value = self.value.as_str();
+        match self.constraint {
+            Positional::Exactly => field == value,
+            Positional::StartsWith => field.starts_with(value),
+            Positional::EndsWith => field.ends_with(value),
+            Positional::Contains => field.contains(value),
+        }
+    }
+}
+
+impl EdgeLimit {
+    /// Whether the rule counts a request with this method and path.
+    pub fn applies(&self, method: &str, path: &str) -> bool {
+        self.scope.iter().all(|m| m.matches(method, path))
     }
 }
 

@@ -105,6 +105,8 @@ mod tests {
             buckets: Vec::new(),
             functions: Vec::new(),
             secrets: Vec::new(),
+            edge_limits: Vec::new(),
+            origin_headers: Vec::new(),
             queues: vec![
                 queue("WorkDeadLetterQueue", "local-WorkDeadLetterQueue", None),
                 queue(

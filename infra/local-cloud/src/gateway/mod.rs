@@ -8,7 +8,9 @@
 //! - `event`: the request event sent to the function.
 //! - `response`: the HTTP response made of the function's answer, and the gateway's errors.
 //! - `throttle`: the token bucket of a throttled route.
+//! - `edge`: the distribution in front: its web ACL's per-source limits and origin headers.
 
+mod edge;
 mod event;
 mod response;
 mod router;
@@ -26,6 +28,7 @@ use crate::sign_in;
 use anyhow::Context as _;
 use base64::Engine as _;
 use bytes::Bytes;
+pub use edge::Edge;
 use http::Request;
 use http::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
 use http::request::Parts;
@@ -61,10 +64,16 @@ pub struct Route {
 /// Serves the HTTP API on `listener` until `shutdown` resolves, then lets the requests in
 /// flight finish (for a few seconds at most). Paths under `/_local/` are the runner's own
 /// tools, `dashboard`'s, those under `/shop/` the pages', and those under `/2015-03-31/`
-/// Lambda's Invoke API (`lambda`), whatever the routes.
+/// Lambda's Invoke API (`lambda`), whatever the routes. `edge` plays the distribution in
+/// front of the API: its limits and headers apply to the pages and the routes.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is a part of the cloud the gateway fronts; callers name them in turn"
+)]
 pub async fn serve(
     listener: TcpListener,
     routes: Vec<Route>,
+    edge: Edge,
     jwt_secret: Vec<u8>,
     dashboard: Arc<Dashboard>,
     pages: Option<Pages>,
@@ -75,7 +84,7 @@ pub async fn serve(
         .local_addr()
         .context("the HTTP API listener has no address")?;
     let gateway = Arc::new(Gateway::new(
-        routes, jwt_secret, local, dashboard, pages, lambda,
+        routes, edge, jwt_secret, local, dashboard, pages, lambda,
     )?);
     crate::loopback::serve_until(
         listener,
@@ -116,6 +125,7 @@ struct Target {
 struct Gateway {
     router: router::Router,
     targets: Vec<Target>,
+    edge: Edge,
     secret: Vec<u8>,
     local: SocketAddr,
     dashboard: Arc<Dashboard>,
@@ -128,6 +138,7 @@ struct Gateway {
 impl Gateway {
     fn new(
         routes: Vec<Route>,
+        edge: Edge,
         secret: Vec<u8>,
         local: SocketAddr,
         dashboard: Arc<Dashboard>,
@@ -166,6 +177,7 @@ impl Gateway {
         Ok(Self {
             router,
             targets,
+            edge,
             secret,
             local,
             dashboard,
@@ -232,7 +244,7 @@ impl Gateway {
         peer: SocketAddr,
         request_id: &str,
     ) -> HttpResponse {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         // Before routing: no route, not even `$default` or `/{proxy+}`, takes these.
         if parts.uri.path() == sign_in::PATH {
             let json = parts
@@ -259,6 +271,23 @@ impl Gateway {
         if dashboard::is_local(parts.uri.path()) {
             return self.dashboard.respond(&parts.method, parts.uri.path());
         }
+        // The web ACL sees every request the distribution gets, before its cache and before
+        // API Gateway: what it blocks takes nothing from a route's bucket.
+        let source = self.edge.source(
+            peer,
+            parts
+                .headers
+                .get("x-forwarded-for")
+                .and_then(|value| value.to_str().ok()),
+        );
+        if let Some(rule) = self.edge.blocked_by(
+            parts.method.as_str(),
+            parts.uri.path(),
+            source,
+            Instant::now(),
+        ) {
+            return response::blocked(rule);
+        }
         // The pages, as the distribution's /shop/* behaviour serves them from the bucket.
         if let Some(pages) = &self.pages
             && crate::pages::is_page(parts.uri.path())
@@ -278,6 +307,14 @@ impl Gateway {
         {
             target.function.throttled();
             return response::too_many_requests();
+        }
+        for (name, value) in &self.edge.origin_headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                parts.headers.insert(name, value);
+            }
         }
         let claims = match &target.identity {
             None => None,

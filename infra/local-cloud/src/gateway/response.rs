@@ -46,6 +46,20 @@ pub(crate) fn too_many_requests() -> HttpResponse {
     )
 }
 
+/// A web ACL rule's block: its custom response, or WAF's bare 403.
+pub(crate) fn blocked(limit: &crate::model::EdgeLimit) -> HttpResponse {
+    let (body, content_type) = match &limit.body {
+        Some((body, content_type)) => (Bytes::from(body.clone()), content_type.as_str()),
+        None => (Bytes::from_static(b"Forbidden"), "text/plain"),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = StatusCode::from_u16(limit.status).unwrap_or(StatusCode::FORBIDDEN);
+    if let Ok(value) = http::HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    response
+}
+
 pub(crate) fn bad_request() -> HttpResponse {
     message(StatusCode::BAD_REQUEST, r#"{"message":"Bad Request"}"#)
 }

@@ -16,7 +16,9 @@
 //! - `yaml`: `Node`, the typed accessor that resolves what the runner reads;
 //! - `resources`: tables, queues and functions, with `Globals` merged in;
 //! - `events`: a function's events (routes, queues, streams, schedules);
-//! - `throttling`: an HttpApi's route throttling; `cognito`: a user pool's triggers.
+//! - `throttling`: an HttpApi's route throttling; `cognito`: a user pool's triggers;
+//! - `edge`: the distribution's web ACL rules and origin headers, and secrets' dynamic
+//!   references.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -27,6 +29,7 @@ use yaml_serde::{Mapping, Value};
 
 mod cognito;
 mod conditions;
+mod edge;
 mod error;
 mod events;
 mod intrinsics;
@@ -179,6 +182,14 @@ pub(crate) fn load_str(
                 logical_id: id.to_string(),
                 name: resolver.named(id),
             }),
+            "AWS::WAFv2::WebACL" if props.string_at("Scope")?.as_deref() == Some("CLOUDFRONT") => {
+                model.edge_limits.extend(resolver.web_acl_limits(&props)?);
+            }
+            "AWS::CloudFront::Distribution" => {
+                model
+                    .origin_headers
+                    .extend(resolver.origin_headers(&props)?);
+            }
             "AWS::Serverless::HttpApi" => {
                 let own = props.value.as_mapping().cloned().unwrap_or_default();
                 http_apis.insert(id.to_string(), merge(&api_globals, &own));
@@ -217,6 +228,20 @@ pub(crate) fn load_str(
         }
     }
     resolver.check_route_settings(&apis)?;
+    for function in &mut model.functions {
+        for (name, value) in &mut function.environment {
+            *value = edge::resolve_secrets(value, &model.secrets).with_context(|| {
+                format!(
+                    "{file}: resource {}, Environment.Variables.{name}",
+                    function.logical_id
+                )
+            })?;
+        }
+    }
+    for (name, value) in &mut model.origin_headers {
+        *value = edge::resolve_secrets(value, &model.secrets)
+            .with_context(|| format!("{file}: the origin header {name}"))?;
+    }
     // A user pool's triggers become events of the functions they name.
     for (id, decl, kind) in &resources {
         if kind == "AWS::Cognito::UserPool" {

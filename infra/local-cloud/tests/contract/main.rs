@@ -18,6 +18,7 @@ mod capacity;
 mod cognito;
 mod contention;
 mod dashboard;
+mod edge;
 mod layout;
 mod lints;
 mod localstack;

@@ -179,6 +179,7 @@ async fn spawn_api_in(
     let server = tokio::spawn(gateway::serve(
         listener,
         routes,
+        gateway::Edge::default(),
         SECRET.to_vec(),
         dashboard,
         None,

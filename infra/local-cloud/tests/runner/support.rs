@@ -61,6 +61,7 @@ pub async fn start_fixture_cloud() -> LocalCloud {
         faults: Default::default(),
         route_throttling: true,
         lambda_cpu: None,
+        trust_forwarded_for: false,
     })
     .await
     .expect("the fixture cloud starts")

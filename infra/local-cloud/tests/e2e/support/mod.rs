@@ -47,6 +47,7 @@ pub fn options(stack: &str) -> CloudOptions {
         faults: Default::default(),
         route_throttling: true,
         lambda_cpu: None,
+        trust_forwarded_for: false,
     }
 }
 
