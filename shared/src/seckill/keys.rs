@@ -42,7 +42,8 @@
 //! consumer's transactions included. Eight partitions take 8,000 writes/s. The figures read
 //! the eight partitions, each with its key. Orders written before gsi3 existed have no gsi3
 //! keys and are not counted (see docs/operations.md).
-//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
+//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order, and never more in all than the payment paid (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
+//! | payment refund total | `REFUND#<paymentId>` | `TOTAL` | | what one payment paid (`paidCents`, its first refund's amount), has had recorded for refund (`refundedCents`) and may still have (`leftCents`): written in the transaction of each refund of the payment, on condition that `leftCents` covers it, so that concurrent notices never refund a payment more than it paid |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
 use crate::ids::{OrderId, SaleId};
@@ -134,6 +135,10 @@ pub fn refund_pk(payment_id: &str) -> String {
 pub fn refund_sk(order_id: &OrderId) -> String {
     format!("ORDER#{order_id}")
 }
+
+/// The sort key of a payment's refund total, beside its refunds (`REFUND#<paymentId>`): what
+/// it paid and what is left to refund, so that its refunds never add up to more.
+pub const PAYMENT_TOTAL_SK: &str = "TOTAL";
 
 /// How many gsi3 partitions a sale's orders are spread over.
 pub const SALE_ORDER_SHARDS: u8 = 8;

@@ -831,16 +831,6 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
     };
     assert!(world.store.record_refund(&refund).await.unwrap());
     assert!(!world.store.record_refund(&refund).await.unwrap());
-    // The same payment named with another order is its own refund: it does not overwrite
-    // the first, and the first did not block it.
-    let misnamed = Refund {
-        order_id: world.oid("o2"),
-        user_id: "bob".to_owned(),
-        amount_cents: 1,
-        reason: RefundReason::UnknownPayment,
-        ..refund.clone()
-    };
-    assert!(world.store.record_refund(&misnamed).await.unwrap());
     let item = world
         .item("REFUND#pay-late", &format!("ORDER#{}", world.id("o1")))
         .await
@@ -851,11 +841,64 @@ async fn a_refund_is_recorded_once_per_payment_and_order() {
     assert_eq!(item["currency"].as_s().unwrap(), "EUR");
     assert_eq!(item["state"].as_s().unwrap(), "DUE");
     assert_eq!(item["gsi1pk"].as_s().unwrap(), "REFUNDS#DUE");
-    let other = world
-        .item("REFUND#pay-late", &format!("ORDER#{}", world.id("o2")))
-        .await
-        .unwrap();
-    assert_eq!(other["userId"].as_s().unwrap(), "bob");
+    // The same payment named with another order: the payment paid 990 once, and its refund
+    // already holds all of it, so nothing more is recorded, of any amount.
+    for amount_cents in [990, 1] {
+        let misnamed = Refund {
+            order_id: world.oid("o2"),
+            user_id: "bob".to_owned(),
+            amount_cents,
+            reason: RefundReason::UnknownPayment,
+            ..refund.clone()
+        };
+        assert!(!world.store.record_refund(&misnamed).await.unwrap());
+    }
+    assert!(
+        world
+            .item("REFUND#pay-late", &format!("ORDER#{}", world.id("o2")))
+            .await
+            .is_none()
+    );
+    let total = world.item("REFUND#pay-late", "TOTAL").await.unwrap();
+    assert_eq!(total["paidCents"].as_n().unwrap(), "990");
+    assert_eq!(total["refundedCents"].as_n().unwrap(), "990");
+}
+
+/// Notices of one payment naming ten orders, all at once: the conditional total lets their
+/// refunds add up to what the payment paid (one notice's amount), never more, however the
+/// writes interleave.
+#[tokio::test]
+async fn concurrent_refunds_of_one_payment_never_add_up_to_more_than_it_paid() {
+    let world = World::new(20, 20).await;
+    let refund = |i: usize| Refund {
+        payment_id: "pay-many".to_owned(),
+        order_id: world.oid(&format!("o{i}")),
+        user_id: format!("u{i}"),
+        amount_cents: 400,
+        currency: Currency::shop(),
+        reason: RefundReason::UnknownPayment,
+        recorded_at: format!("2026-11-30T18:00:{i:02}.000000Z"),
+    };
+    let notices: Vec<Refund> = (0..10).map(refund).collect();
+    let recorded =
+        futures_util::future::join_all(notices.iter().map(|r| world.store.record_refund(r))).await;
+    let recorded: Vec<bool> = recorded
+        .into_iter()
+        .map(|result| match result {
+            Ok(new) => new,
+            // A conflict outlasting the retries recorded nothing.
+            Err(app::seckill::order::OrderStoreError::Busy(_)) => false,
+            Err(err) => panic!("{err:?}"),
+        })
+        .collect();
+    assert_eq!(
+        recorded.iter().filter(|new| **new).count(),
+        1,
+        "{recorded:?}"
+    );
+    let total = world.item("REFUND#pay-many", "TOTAL").await.unwrap();
+    assert_eq!(total["refundedCents"].as_n().unwrap(), "400");
+    assert_eq!(total["leftCents"].as_n().unwrap(), "0");
 }
 
 #[tokio::test]

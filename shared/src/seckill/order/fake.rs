@@ -169,6 +169,8 @@ pub(crate) struct MemoryOrders {
     refunds: Mutex<Vec<Refund>>,
     /// (payment, order) → the refund's state, when refunded and the provider's refund id.
     refund_states: Mutex<HashMap<(String, String), RefundProgress>>,
+    /// Payment → what is left to refund of what it paid (the payment's `TOTAL` item).
+    refunds_left: Mutex<HashMap<String, u64>>,
 }
 
 impl MemoryOrders {
@@ -537,6 +539,15 @@ impl OrderStore for MemoryOrders {
         {
             return Ok(false);
         }
+        // What the payment has left to refund: what its first refund paid, less each refund.
+        let mut left = self.refunds_left.lock().unwrap();
+        let left = left
+            .entry(refund.payment_id.clone())
+            .or_insert(refund.amount_cents);
+        if *left < refund.amount_cents {
+            return Ok(false);
+        }
+        *left -= refund.amount_cents;
         refunds.push(refund.clone());
         self.refund_states.lock().unwrap().insert(
             (refund.payment_id.clone(), refund.order_id.to_string()),

@@ -367,6 +367,9 @@ pub trait OrderStore: Send + Sync {
     ) -> Result<bool, OrderStoreError>;
     /// Records a payment to give back, once per payment id and order, `DUE`, and adds it to
     /// its order's `refunds` (in the same transaction): `true` when this call recorded it.
+    /// A payment is never recorded for refund more in all than it paid (its first refund's
+    /// amount, a notice's whole payment): `false` as well when its refunds already hold that,
+    /// whichever orders they name, however many notices arrive at once.
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError>;
     /// The sales on the live index (a keyed read of the live sales only).
     async fn live_sales(&self) -> Result<LiveSales, OrderStoreError>;
