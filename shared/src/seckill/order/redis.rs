@@ -11,14 +11,15 @@ use crate::script::LuaScript;
 use crate::seckill::admission::{Admission, Holder};
 use crate::seckill::keys::SaleKeys;
 use crate::seckill::order::{
-    AdmittedOrder, PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError,
+    AdmittedOrder, Claim, PendingError, PendingOrders, PendingReservation, Reservations,
+    ReservationsError,
 };
 use crate::seckill::sale::redis::RedisSales;
 use anyhow::Context;
 use async_trait::async_trait;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 const CLAIM: &str = include_str!("../lua/claim.lua");
 const CAP: &str = include_str!("../lua/cap.lua");
@@ -124,28 +125,44 @@ impl Reservations for RedisReservations {
         Ok(())
     }
 
-    #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
+    #[tracing::instrument(level = "debug", skip(self, orders), fields(orders = orders.len()))]
     async fn claim(
         &self,
         sale_id: &SaleId,
-        order_ids: &[OrderId],
-    ) -> Result<HashSet<OrderId>, ReservationsError> {
-        if order_ids.is_empty() {
-            return Ok(HashSet::new());
+        orders: &[(OrderId, Holder)],
+    ) -> Result<Vec<Claim>, ReservationsError> {
+        if orders.is_empty() {
+            return Ok(Vec::new());
         }
         let keys = SaleKeys::new(sale_id);
-        let script_keys = [keys.pending.as_str(), &keys.released];
-        let released: Vec<String> = self
+        let script_keys = [keys.pending.as_str(), &keys.released, &keys.orders];
+        let answers: Vec<String> = self
             .claim
             .call(&self.connection, &script_keys, |call| {
-                call.arg(raw(order_ids));
+                for (order_id, holder) in orders {
+                    call.arg(order_id.as_str())
+                        .arg(holder.user_id.as_str())
+                        .arg(holder.units);
+                }
             })
             .await
             .context("the claim script failed")?;
-        let released = released.iter().map(|id| {
-            OrderId::parse(id).with_context(|| format!("the claim script answered {id:?}"))
+        if answers.len() != orders.len() {
+            return Err(anyhow::anyhow!(
+                "the claim script answered {} of {} orders",
+                answers.len(),
+                orders.len()
+            )
+            .into());
+        }
+        let claims = answers.iter().map(|answer| match answer.as_str() {
+            "CLAIMED" => Ok(Claim::Claimed),
+            "RELEASED" => Ok(Claim::Released),
+            "MISMATCH" => Ok(Claim::Mismatch),
+            "UNKNOWN" => Ok(Claim::Unknown),
+            other => Err(anyhow::anyhow!("the claim script answered {other:?}")),
         });
-        Ok(released.collect::<anyhow::Result<_>>()?)
+        Ok(claims.collect::<anyhow::Result<_>>()?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -225,7 +242,11 @@ impl PendingOrders for RedisReservations {
             .query_async(&mut connection)
             .await
             .context("failed to read an admitted order")?;
-        Ok(owner.map(|user_id| AdmittedOrder { user_id, released }))
+        // A claimed order's entry is `userId:units` (`claim.lua`); user ids never hold ':'.
+        Ok(owner.map(|entry| AdmittedOrder {
+            user_id: entry.split(':').next().unwrap_or_default().to_owned(),
+            released,
+        }))
     }
 }
 
