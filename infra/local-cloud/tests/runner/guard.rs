@@ -157,6 +157,7 @@ async fn a_runner_on_a_non_loopback_address_refuses_the_default_secret() {
         disabled_sources: Vec::new(),
         faults: Default::default(),
         route_throttling: true,
+        trust_forwarded_for: false,
         lambda_cpu: None,
     };
     let refused = LocalCloud::start(options)
