@@ -302,6 +302,30 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
                 vec![("id", fixture.sale_id.clone())],
             )
         },
+        // The benchmark's sale requires no reservation: reserving and cancelling are measured
+        // up to their refusal, 409 after the one Redis round trip that reads the window (the
+        // table's write is not measured here); reading one's standing is the whole route.
+        "reserve-sale" => Call {
+            expected: 409,
+            ..call(
+                "PUT",
+                "/seckill/activities/{id}/reservation",
+                vec![("id", fixture.sale_id.clone())],
+            )
+        },
+        "cancel-reservation" => Call {
+            expected: 409,
+            ..call(
+                "DELETE",
+                "/seckill/activities/{id}/reservation",
+                vec![("id", fixture.sale_id.clone())],
+            )
+        },
+        "get-reservation" => call(
+            "GET",
+            "/seckill/activities/{id}/reservation",
+            vec![("id", fixture.sale_id.clone())],
+        ),
         "place-order" => Call {
             expected: 202,
             ..call(
