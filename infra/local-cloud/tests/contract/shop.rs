@@ -168,6 +168,7 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
         "/seckill/activities/*/publish",
         "/seckill/activities/*/end",
         "/seckill/activities/*/figures",
+        "/seckill/activities/*/reservation",
     ] {
         let writes = behaviour(pattern);
         assert_eq!(writes["TargetOriginId"], "api", "{pattern}");
@@ -194,7 +195,8 @@ fn the_distribution_serves_the_pages_from_the_bucket_and_the_rest_from_the_api()
                 || rest.ends_with("/orders")
                 || rest.ends_with("/publish")
                 || rest.ends_with("/end")
-                || rest.ends_with("/figures");
+                || rest.ends_with("/figures")
+                || rest.ends_with("/reservation");
             assert!(
                 covered,
                 "{} {} has no behaviour of its own",
