@@ -32,7 +32,6 @@
 //! | `Applied` | Count | | effects applied once (notifications, follower counts, rejections, cancellations, marks read) |
 //! | `Duplicate` | Count | | effects found already applied: redeliveries, duplicates within a batch |
 //! | `Orders` | Count | `Outcome` | orders that became `CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID`, `COD` |
-//! | `OrdersRefused` | Count | | per receive, `OrderPlaced` messages that no reservation backs as they say (an order Redis never admitted, or another user, quantity or price than its reservation's): nothing materialized, the message fails until it is in the DLQ; `OrderRefusedAlarm` watches it |
 //! | `Published` | Count | | outbox events the relay put on a queue |
 //! | `PublishFailed` | Count | | outbox events the relay could not put (the stream retries them) |
 //! | `UnitsReleased` | Count | | reservations without an order released by reconciliation |
@@ -66,7 +65,6 @@ pub mod name {
     pub const APPLIED: &str = "Applied";
     pub const DUPLICATE: &str = "Duplicate";
     pub const ORDERS: &str = "Orders";
-    pub const ORDERS_REFUSED: &str = "OrdersRefused";
     pub const PUBLISHED: &str = "Published";
     pub const PUBLISH_FAILED: &str = "PublishFailed";
     pub const UNITS_RELEASED: &str = "UnitsReleased";
@@ -134,7 +132,6 @@ fn describe() {
         (APPLIED, "effects applied once"),
         (DUPLICATE, "effects found already applied"),
         (ORDERS, "orders by the status they reached"),
-        (ORDERS_REFUSED, "order messages no reservation backs"),
         (PUBLISHED, "outbox events relayed"),
         (PUBLISH_FAILED, "outbox events not relayed"),
         (UNITS_RELEASED, "orphaned reservations released"),
@@ -259,11 +256,6 @@ pub fn orders(status: &'static str, n: usize) {
     if n > 0 {
         counter!(name::ORDERS, OUTCOME => status).increment(n as u64);
     }
-}
-
-/// `n` order messages refused: no reservation backs them as they say.
-pub fn orders_refused(n: usize) {
-    counter!(name::ORDERS_REFUSED).increment(n as u64);
 }
 
 /// The relay put `published` events on their queues and could not put `failed`.

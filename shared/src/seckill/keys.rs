@@ -13,7 +13,7 @@
 //! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs:units` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
-//! | `sale:{<id>}:orders` | hash orderId → userId (`userId:units` once the order consumer claimed it, `claim.lua`) | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; removed only when the reservation is given up while still pending (it never became an order, and its `Idempotency-Key` is free again), otherwise kept (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
+//! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; removed only when the reservation is given up while still pending (it never became an order, and its `Idempotency-Key` is free again), otherwise kept (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
 //! | `sale:{<id>}:reserved` | set of userIds | the buyers who reserved (预约) a sale that requires it: the admission script lets only them order (`NOT_RESERVED` otherwise), its size is the detail page's reservation count; written after the durable reservation item, loaded from those items at every preheat |
 //! | `user:{<userId>}:order-key:<key>` | hash `request`, `order`, `price` (expiring after 24 hours) | what the buyer's `Idempotency-Key` admitted: the request's fingerprint (sale and checkout, hashed), the order and its unit price; written by the admission script in the step that reserves, only for an admission, so at most one per order |
 //! | `user:{<userId>}:order-rate` | string (integer, expiring after a second) | the user's order attempts in the current one-second window, on every sale and whatever they answered (so `NOT_STARTED`, `ENDED` and unknown sales count too); one key per user, not per sale, so that spreading attempts over sales buys no extra budget |
@@ -43,8 +43,7 @@
 //! consumer's transactions included. Eight partitions take 8,000 writes/s. The figures read
 //! the eight partitions, each with its key. Orders written before gsi3 existed have no gsi3
 //! keys and are not counted (see docs/operations.md).
-//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order, and never more in all than the payment paid (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
-//! | payment refund total | `REFUND#<paymentId>` | `TOTAL` | | what one payment paid (`paidCents`, its first refund's amount), has had recorded for refund (`refundedCents`) and may still have (`leftCents`): written in the transaction of each refund of the payment, on condition that `leftCents` covers it, so that concurrent notices never refund a payment more than it paid |
+//! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
 //! | reservation (预约) | `SALE#<id>#RESERVATION#<userId>` | `RESERVATION` | gsi3 `SALE#<saleId>#RESERVATIONS#<n>` / `<userId>` (`n` = [`reservation_shard`], 0 to 7) | the buyer's reservation of a sale that requires one (`reservedAt`), the durable truth that a preheat loads into Redis's `reserved` set; each its own partition, and spread over eight index partitions as orders are, so that thousands reserving at once write no hot key |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
@@ -139,10 +138,6 @@ pub fn refund_pk(payment_id: &str) -> String {
 pub fn refund_sk(order_id: &OrderId) -> String {
     format!("ORDER#{order_id}")
 }
-
-/// The sort key of a payment's refund total, beside its refunds (`REFUND#<paymentId>`): what
-/// it paid and what is left to refund, so that its refunds never add up to more.
-pub const PAYMENT_TOTAL_SK: &str = "TOTAL";
 
 /// How many gsi3 partitions a sale's orders are spread over.
 pub const SALE_ORDER_SHARDS: u8 = 8;

@@ -55,7 +55,6 @@ fn alarms_on_the_projects_metrics_name_metrics_the_code_writes() {
         emf::name::REFUNDS_DUE,
         emf::name::REFUNDS_SETTLED,
         emf::name::STOCK_CAPPED,
-        emf::name::ORDERS_REFUSED,
         emf::name::UNITS_RELEASED,
         emf::name::FAILED,
         emf::name::REQUESTS,

@@ -759,183 +759,105 @@ fn the_checks_catch_what_they_are_for() {
     assert_eq!(resource_text(&tagged), "${CommerceTable.Arn}/index/gsi1");
 }
 
-/// The role a function runs as: its own `Role`, else the one SAM makes, `<LogicalId>Role`.
-fn role_of(template: &Value, function: &str) -> String {
-    match template["Resources"][function]["Properties"].get("Role") {
-        Some(role) => resource_text(role).trim_end_matches(".Arn").to_owned(),
-        None => format!("{function}Role"),
-    }
-}
-
-/// Whether `function`'s code is told of `queue`: an environment variable `!Ref <queue>` (what
-/// the code sends to), or an event whose on-failure destination is the queue (Lambda sends
-/// there with the function's role).
-fn knows_queue(function: &Value, queue: &str) -> bool {
-    let named = |value: &Value| resource_text(value);
-    let refers = |value: &Value| {
-        matches!(value, Value::Tagged(tagged)
-            if tagged.tag.to_string().trim_start_matches('!') == "Ref"
-                && tagged.value.as_str() == Some(queue))
-    };
-    let variables = &function["Properties"]["Environment"]["Variables"];
-    let by_variable = variables
-        .as_mapping()
-        .is_some_and(|vars| vars.values().any(refers));
-    let by_destination = function["Properties"]["Events"]
-        .as_mapping()
-        .is_some_and(|events| {
-            events.values().any(|event| {
-                event["Properties"]["DestinationConfig"]["OnFailure"]
-                    .get("Destination")
-                    .is_some_and(|d| named(d) == format!("{queue}.Arn"))
-            })
-        });
-    by_variable || by_destination
-}
-
-/// Every queue takes messages from its producers only: its own policy allows `SendMessage` to
-/// exactly the roles of the functions granted it (each of which is told of the queue), and
-/// denies it to every other principal of the account, whatever their IAM policies allow. A
-/// message on the order queue confirms an order, one on the page queue publishes a page
-/// (issue 29, item 8; issue 40). A queue no function sends to is a dead-letter queue: only its
-/// source queue's redrive, which SQS does itself, puts messages there, so its policy denies
-/// every principal that is not an AWS service.
+/// The page queue takes messages from publish-sale's role only: each message makes the page
+/// writer publish a page on the shop's origin, so the queue's own policy denies `SendMessage`
+/// to every other principal of the account, whatever their IAM policies allow (issue 29,
+/// item 8). SAM names the role it makes for a function without `Role` `<LogicalId>Role`.
 #[test]
-fn every_queue_takes_messages_from_its_producers_only() {
+fn only_publish_sale_may_send_to_the_sale_page_queue() {
     let template = yaml("template.yaml");
     let resources = entries(&template, "Resources");
-    let grants = granted();
-    let queues: Vec<&str> = resources
+    let publish = resources
         .iter()
-        .filter(|(_, resource)| resource["Type"] == "AWS::SQS::Queue")
-        .map(|(name, _)| *name)
+        .find(|(name, _)| *name == "PublishSaleFunction")
+        .map(|(_, resource)| *resource)
+        .expect("PublishSaleFunction");
+    assert!(
+        publish["Properties"].get("Role").is_none(),
+        "publish-sale's role is SAM's PublishSaleFunctionRole"
+    );
+    assert!(
+        resources
+            .iter()
+            .all(|(name, _)| *name != "PublishSaleFunctionRole"),
+        "SAM makes PublishSaleFunctionRole; the template must not declare one"
+    );
+    let role = "PublishSaleFunctionRole.Arn";
+
+    let policies: Vec<&Value> = resources
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == "AWS::SQS::QueuePolicy")
+        .filter(|(_, resource)| {
+            strings(&resource["Properties"]["Queues"])
+                .into_iter()
+                .any(|queue| resource_text(queue) == "Ref SalePageQueue")
+        })
+        .map(|(_, resource)| &resource["Properties"]["PolicyDocument"])
         .collect();
-    assert!(queues.len() >= 11, "{queues:?}");
-    for queue in queues {
-        let arn = format!("{queue}.Arn");
-        let senders: Vec<&String> = grants
-            .iter()
-            .filter(|(_, grants)| {
-                grants
-                    .get(&arn)
-                    .is_some_and(|actions| actions.contains("sqs:SendMessage"))
-            })
-            .map(|(function, _)| function)
-            .collect();
-        for function in &senders {
-            assert!(
-                knows_queue(&template["Resources"][function.as_str()], queue),
-                "{function} may send to {queue} but is not told of it"
-            );
-        }
-        let producers: BTreeSet<String> = senders
-            .iter()
-            .map(|function| role_of(&template, function))
-            .collect();
-        for role in &producers {
-            assert!(
-                template["Resources"].get(role.as_str()).is_none()
-                    || template["Resources"][role.as_str()]["Type"] == "AWS::IAM::Role",
-                "{role}"
-            );
-        }
-
-        let policies: Vec<&Value> = resources
-            .iter()
-            .filter(|(_, resource)| resource["Type"] == "AWS::SQS::QueuePolicy")
-            .filter(|(_, resource)| {
-                strings(&resource["Properties"]["Queues"])
-                    .into_iter()
-                    .any(|named| resource_text(named) == format!("Ref {queue}"))
-            })
-            .map(|(_, resource)| &resource["Properties"]["PolicyDocument"])
-            .collect();
-        assert_eq!(policies.len(), 1, "one QueuePolicy on {queue}");
-        let mut allowed = BTreeSet::new();
-        let mut denied = false;
-        for statement in strings(&policies[0]["Statement"]) {
-            assert_eq!(resource_text(&statement["Resource"]), arn, "{statement:?}");
-            let actions = strings(&statement["Action"]);
-            assert_eq!(actions.len(), 1, "{statement:?}");
-            assert_eq!(
-                actions[0].as_str(),
-                Some("sqs:SendMessage"),
-                "{statement:?}"
-            );
-            match statement["Effect"].as_str() {
-                Some("Allow") => {
-                    for principal in strings(&statement["Principal"]["AWS"]) {
-                        let role = resource_text(principal);
-                        allowed.insert(role.trim_end_matches(".Arn").to_owned());
-                    }
-                }
-                Some("Deny") => {
-                    assert_eq!(statement["Principal"], "*", "{statement:?}");
-                    let condition = statement["Condition"].as_mapping().expect("a condition");
-                    assert_eq!(condition.len(), 1, "{statement:?}");
-                    if producers.is_empty() {
-                        assert_eq!(
-                            statement["Condition"]["BoolIfExists"]["aws:PrincipalIsAWSService"],
-                            "false",
-                            "{queue}: every principal but an AWS service is denied"
-                        );
-                    } else {
-                        let spared: BTreeSet<String> =
-                            strings(&statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"])
-                                .into_iter()
-                                .map(|role| resource_text(role).trim_end_matches(".Arn").to_owned())
-                                .collect();
-                        assert_eq!(
-                            spared, producers,
-                            "{queue}: the Deny spares the producers only"
-                        );
-                    }
-                    denied = true;
-                }
-                other => panic!("unexpected statement ({other:?}): {statement:?}"),
+    assert_eq!(policies.len(), 1, "one QueuePolicy on SalePageQueue");
+    let statements = strings(&policies[0]["Statement"]);
+    let sends = |statement: &Value| {
+        strings(&statement["Action"])
+            .into_iter()
+            .any(|action| matches!(action.as_str(), Some("sqs:SendMessage" | "sqs:*" | "*")))
+    };
+    let mut allowed = false;
+    let mut denied = false;
+    for statement in statements {
+        assert_eq!(
+            resource_text(&statement["Resource"]),
+            "SalePageQueue.Arn",
+            "{statement:?}"
+        );
+        match statement["Effect"].as_str() {
+            Some("Allow") => {
+                // Nothing but SendMessage, and to publish-sale's role only.
+                let actions = strings(&statement["Action"]);
+                assert_eq!(actions.len(), 1, "{statement:?}");
+                assert_eq!(
+                    actions[0].as_str(),
+                    Some("sqs:SendMessage"),
+                    "{statement:?}"
+                );
+                assert_eq!(
+                    resource_text(&statement["Principal"]["AWS"]),
+                    role,
+                    "{statement:?}"
+                );
+                allowed = true;
             }
-        }
-        assert!(denied, "{queue}: a Deny for everyone else");
-        assert_eq!(allowed, producers, "{queue}: the Allow names its producers");
-        if producers.is_empty() {
-            let source = resources.iter().find(|(_, resource)| {
-                resource["Properties"]["RedrivePolicy"]
-                    .get("deadLetterTargetArn")
-                    .is_some_and(|target| resource_text(target) == arn)
-            });
-            assert!(source.is_some(), "{queue}: no producer and no source queue");
+            Some("Deny") if sends(statement) => {
+                assert_eq!(statement["Principal"], "*", "{statement:?}");
+                let condition = &statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"];
+                assert_eq!(
+                    resource_text(condition),
+                    role,
+                    "the Deny spares publish-sale's role and no one else: {statement:?}"
+                );
+                assert_eq!(
+                    statement["Condition"].as_mapping().map(|m| m.len()),
+                    Some(1),
+                    "{statement:?}"
+                );
+                denied = true;
+            }
+            other => panic!("unexpected statement ({other:?}): {statement:?}"),
         }
     }
-}
+    assert!(
+        allowed && denied,
+        "an Allow for the role and a Deny for everyone else"
+    );
 
-/// The producers the policies are held to, as the code reads: a change of who sends where is
-/// a change of this list too.
-#[test]
-fn the_queues_producers_are_the_functions_that_send_to_them() {
-    let template = yaml("template.yaml");
-    let grants = granted();
-    let mut producers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (function, grants) in &grants {
-        for (resource, actions) in grants {
-            if actions.contains("sqs:SendMessage") {
-                producers
-                    .entry(resource.trim_end_matches(".Arn").to_owned())
-                    .or_default()
-                    .insert(role_of(&template, function));
-            }
-        }
-    }
-    let expected = [
-        ("FollowerCountQueue", "OutboxRelayRole"),
-        ("NotificationQueue", "OutboxRelayRole"),
-        ("OrderQueue", "PlaceOrderFunctionRole"),
-        ("OrderTimeoutQueue", "OrderConsumerRole"),
-        ("RelayFailureQueue", "OutboxRelayRole"),
-        ("SalePageQueue", "PublishSaleFunctionRole"),
-    ];
-    let expected: BTreeMap<String, BTreeSet<String>> = expected
+    // And no function's own policy grants a send there but publish-sale's.
+    let senders: Vec<String> = granted()
         .into_iter()
-        .map(|(queue, role)| (queue.to_owned(), BTreeSet::from([role.to_owned()])))
+        .filter(|(_, grants)| {
+            grants
+                .get("SalePageQueue.Arn")
+                .is_some_and(|actions| actions.contains("sqs:SendMessage"))
+        })
+        .map(|(name, _)| name)
         .collect();
-    assert_eq!(producers, expected);
+    assert_eq!(senders, ["PublishSaleFunction"]);
 }

@@ -1,18 +1,9 @@
 //! The order consumer: materializes `OrderPlaced` events in the commerce table, writing each
 //! sale's stock item once per batch (it is the hottest item of a sale), never overselling.
 //!
-//! The message is not the authority: an order is materialized only as the admission script
-//! reserved it. Per sale and batch, first one Redis round trip (`claim.lua`, via
-//! [`Reservations::claim`]) takes the orders over from the `pending` worklist, atomically
-//! against `release.lua`, each only if its reservation is for the user and the units its
-//! message names; and only if its unit price is the sale item's (read first, once per sale and
-//! batch), which a published sale never changes. A
-//! message no reservation backs as it says (an order id Redis never admitted, another user,
-//! quantity or price) is refused: nothing is materialized or released, `OrdersRefused` counts
-//! it, and it fails on every receive until the redrive moves it to the dead-letter queue
-//! (`OrderRefusedAlarm`). A message whose reservation Redis no longer knows but whose order
-//! DynamoDB holds as the message says (a redelivery after Redis lost its data) is a
-//! redelivery, below. An order whose unit was already released (the reconciliation gave it up after its grace
+//! Per sale and batch: first one Redis round trip (`claim.lua`, via [`Reservations::claim`])
+//! takes the orders over from the `pending` worklist, atomically against `release.lua`. An
+//! order whose unit was already released (the reconciliation gave it up after its grace
 //! period while the queue lagged, or the order route after a send that failed ambiguously) is
 //! put as REJECTED, with no stock change and no further release: its unit is back in Redis
 //! and must not also be taken from DynamoDB. The claimed orders can no longer be released
@@ -50,8 +41,8 @@ use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Through, Unit, apply_once, merge};
 use crate::seckill::admission::Holder;
 use crate::seckill::order::{
-    Claim, ConfirmRejected, DueOrder, NewOrder, OrderStatus, OrderStore, OrderStoreError,
-    PaymentDueSink, Reservations, parse_order_placed,
+    ConfirmRejected, DueOrder, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    parse_order_placed,
 };
 use std::collections::HashSet;
 
@@ -106,50 +97,20 @@ async fn materialize_sale(
     units: Vec<Unit<NewOrder>>,
 ) -> Vec<String> {
     let units = merge(units);
-    // The price first, from the sale item, so that a mispriced message claims nothing.
-    let guards = match deps.store.sale_guards(sale_id).await {
-        Ok(guards) => guards,
-        Err(err) => {
-            tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale");
-            return units.into_iter().flat_map(|unit| unit.messages).collect();
-        }
-    };
-    let (units, mut refused): (Vec<_>, Vec<_>) = units.into_iter().partition(|unit| {
-        guards.is_none_or(|guards| unit.payload.price_cents == guards.price_cents)
-    });
-    let claimants: Vec<(OrderId, Holder)> = units
+    let order_ids: Vec<OrderId> = units
         .iter()
-        .map(|unit| (unit.payload.order_id.clone(), holder_of(&unit.payload)))
+        .map(|unit| unit.payload.order_id.clone())
         .collect();
-    let claims = match deps.reservations.claim(sale_id, &claimants).await {
-        Ok(claims) => claims,
+    let released = match deps.reservations.claim(sale_id, &order_ids).await {
+        Ok(released) => released,
         Err(err) => {
             tracing::error!(error = ?err, "failed to claim the reservations in Redis");
             return units.into_iter().flat_map(|unit| unit.messages).collect();
         }
     };
-    let mut sorted = Sorted::default();
-    let mut withdrawn = Vec::new();
-    let mut rest = Vec::new();
-    for (unit, claim) in units.into_iter().zip(claims) {
-        match claim {
-            Claim::Claimed => rest.push(unit),
-            Claim::Released => withdrawn.push(unit),
-            Claim::Mismatch => refused.push(unit),
-            Claim::Unknown => match materialized_as_placed(deps.store, &unit).await {
-                Ok(true) => sorted.existing.push(unit),
-                Ok(false) => refused.push(unit),
-                Err(err) => {
-                    tracing::error!(order_id = %unit.marker, error = ?anyhow::Error::from(err), "failed to read an order");
-                    sorted.failed.extend(unit.messages);
-                }
-            },
-        }
-    }
-    let released: HashSet<OrderId> = withdrawn
-        .iter()
-        .map(|unit| unit.payload.order_id.clone())
-        .collect();
+    let (withdrawn, mut rest): (Vec<_>, Vec<_>) = units
+        .into_iter()
+        .partition(|unit| released.contains(&unit.payload.order_id));
     if !withdrawn.is_empty() {
         tracing::warn!(
             %sale_id,
@@ -158,9 +119,10 @@ async fn materialize_sale(
         );
     }
 
+    let mut sorted = Sorted::default();
     if !rest.is_empty() {
-        match guards {
-            Some(guards) => {
+        match deps.store.sale_guards(sale_id).await {
+            Ok(Some(guards)) => {
                 while !rest.is_empty() {
                     let chunk = next_chunk(&mut rest, deps.store);
                     confirm_chunk(
@@ -173,13 +135,18 @@ async fn materialize_sale(
                     .await;
                 }
             }
-            None => {
+            Ok(None) => {
                 tracing::warn!(%sale_id, "orders of an unknown sale");
                 sorted.rejected.append(&mut rest);
             }
+            Err(err) => {
+                tracing::error!(error = ?anyhow::Error::from(err), "failed to read the sale");
+                sorted
+                    .failed
+                    .extend(rest.drain(..).flat_map(|unit| unit.messages));
+            }
         }
     }
-    sorted.failed.extend(refuse(sale_id, refused));
     let mut to_reject = std::mem::take(&mut sorted.rejected);
     to_reject.extend(withdrawn);
     if !to_reject.is_empty() {
@@ -263,44 +230,6 @@ async fn materialize_sale(
         }
     }
     failed
-}
-
-/// Whether the order of a message whose reservation Redis does not know is materialized
-/// already, as the message places it: a redelivery after Redis lost its data, whose stored
-/// status says what to redo.
-async fn materialized_as_placed(
-    store: &dyn OrderStore,
-    unit: &Unit<NewOrder>,
-) -> Result<bool, OrderStoreError> {
-    let placed = &unit.payload;
-    Ok(store.order(&placed.order_id).await?.is_some_and(|order| {
-        order.user_id == placed.user_id
-            && order.quantity == placed.quantity
-            && order.price_cents == placed.price_cents
-    }))
-}
-
-/// Refuses the messages of `units`, which no reservation backs as they say (a forged or
-/// tampered `OrderPlaced`): nothing is materialized, and each message fails, on every
-/// receive, until the queue's redrive moves it to the dead-letter queue. Answers their
-/// messages.
-fn refuse(sale_id: &SaleId, units: Vec<Unit<NewOrder>>) -> Vec<String> {
-    if units.is_empty() {
-        return Vec::new();
-    }
-    for unit in &units {
-        let order = &unit.payload;
-        tracing::error!(
-            %sale_id,
-            order_id = %unit.marker,
-            user_id = %order.user_id,
-            quantity = order.quantity,
-            price_cents = order.price_cents,
-            "refusing an order that no reservation backs as its message says"
-        );
-    }
-    emf::orders_refused(units.len());
-    units.into_iter().flat_map(|unit| unit.messages).collect()
 }
 
 /// Who holds the order's units, as a release names them.
@@ -490,90 +419,6 @@ mod tests {
         assert_eq!(world.store.orders(), 3);
         // The effects after the commit are repeated, harmlessly.
         assert_eq!(world.payments.sent().len(), 6);
-    }
-
-    /// `body` with `change` made to it.
-    fn tampered(body: &str, change: impl FnOnce(&mut serde_json::Value)) -> String {
-        let mut body: serde_json::Value = serde_json::from_str(body).unwrap();
-        change(&mut body);
-        body.to_string()
-    }
-
-    #[tokio::test]
-    async fn a_forged_order_that_redis_never_reserved_confirms_nothing_and_fails_every_receive() {
-        let world = World::new(S1, 10);
-        let forged = tampered(&placed("forged", S1, "mallory"), |body| {
-            body["payload"]["priceCents"] = 1.into();
-        });
-        // Every receive fails it, until the redrive moves it to the dead-letter queue.
-        for _ in 0..3 {
-            assert_eq!(
-                handle_batch(world.deps(), batch(std::slice::from_ref(&forged))).await,
-                ["m0"]
-            );
-        }
-        assert_eq!(world.store.status("forged"), None);
-        assert_eq!(world.store.orders(), 0);
-        assert_eq!(world.store.stock(S1), 10);
-        assert_eq!(world.store.units(S1, "mallory"), 0);
-        assert!(world.payments.sent().is_empty());
-        assert!(world.reservations.released_of(S1).is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_real_order_with_a_tampered_price_quantity_or_buyer_is_refused_and_its_own_message_still_confirms_it()
-     {
-        let world = World::new(S1, 10);
-        world.reservations.reserve_units(S1, "o1", "ann", 0, 2);
-        let sent = placed_units("o1", S1, "ann", 2, None);
-        let forgeries = [
-            tampered(&sent, |body| body["payload"]["priceCents"] = 1.into()),
-            tampered(&sent, |body| body["payload"]["quantity"] = 1.into()),
-            tampered(&sent, |body| body["payload"]["userId"] = "mallory".into()),
-        ];
-        for forged in &forgeries {
-            let failed = handle_batch(world.deps(), batch(std::slice::from_ref(forged))).await;
-            assert_eq!(failed, ["m0"], "{forged}");
-        }
-        assert_eq!(world.store.status("o1"), None);
-        assert_eq!(world.store.stock(S1), 10);
-        // Still ann's reservation, neither materialized nor given back.
-        assert_eq!(world.reservations.pending_of(S1), ["o1"]);
-
-        world.consume(&[sent]).await;
-        let order = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
-        assert_eq!(order.status, OrderStatus::Confirmed);
-        assert_eq!(
-            (order.user_id.as_str(), order.quantity, order.total_cents),
-            ("ann", 2, 1_980)
-        );
-        assert_eq!(world.store.stock(S1), 8);
-        // Once confirmed, a forgery of it is refused still, and changes nothing.
-        for forged in &forgeries {
-            let failed = handle_batch(world.deps(), batch(std::slice::from_ref(forged))).await;
-            assert_eq!(failed, ["m0"], "{forged}");
-        }
-        let again = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
-        assert_eq!(again, order);
-        assert_eq!(world.store.stock(S1), 8);
-        assert_eq!(world.payments.sent().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_materialized_order_redelivered_after_redis_lost_its_data_is_redone_not_refused() {
-        let world = World::new(S1, 10);
-        world.reservations.reserve(S1, "o1", "a");
-        let bodies = [placed("o1", S1, "a")];
-        world.consume(&bodies).await;
-        world.reservations.flush();
-        world.consume(&bodies).await;
-        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
-        assert_eq!(world.store.stock(S1), 9);
-        // Its payment window is asked for again, harmlessly, as on any redelivery.
-        assert_eq!(world.payments.sent().len(), 2);
-        // But a message that disagrees with the stored order is no redelivery.
-        let forged = tampered(&bodies[0], |body| body["payload"]["priceCents"] = 1.into());
-        assert_eq!(handle_batch(world.deps(), batch(&[forged])).await, ["m0"]);
     }
 
     #[tokio::test]

@@ -12,9 +12,9 @@ use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
 use crate::seckill::admission::checkout::Address;
 use crate::seckill::keys::{
-    BUYER_SK, ORDER_SK, PAYMENT_TOTAL_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk,
-    order_pk, order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk,
-    user_orders_pk, user_orders_sk,
+    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk,
+    order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk, user_orders_pk,
+    user_orders_sk,
 };
 use crate::seckill::order::refund::{Currency, Refund};
 use crate::seckill::order::refund::{
@@ -28,6 +28,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select, TransactWriteItem, Update};
@@ -311,8 +312,6 @@ pub(crate) const REFUNDS_INDEX: &str = "gsi1";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RefundItem {
     Refund,
-    /// The payment's total (`REFUND#<paymentId>`, [`PAYMENT_TOTAL_SK`]).
-    Total,
     Order,
 }
 
@@ -475,7 +474,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn sale_guards(&self, sale_id: &SaleId) -> Result<Option<SaleGuards>, OrderStoreError> {
         let item = self
-            .sale_attributes(sale_id, "stockRemaining, perUserLimit, priceCents")
+            .sale_attributes(sale_id, "stockRemaining, perUserLimit")
             .await?;
         let Some(item) = item else {
             return Ok(None);
@@ -483,7 +482,6 @@ impl OrderStore for DynamoOrderStore {
         Ok(Some(SaleGuards {
             stock_remaining: get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?,
             per_user_limit: get_n(&item, "perUserLimit").map_err(anyhow::Error::from)?,
-            price_cents: get_n(&item, "priceCents").map_err(anyhow::Error::from)?,
         }))
     }
 
@@ -645,73 +643,59 @@ impl OrderStore for DynamoOrderStore {
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
             .expression_attribute_values(":one", AttributeValue::L(vec![entry]));
-        // The payment's total: what it paid (its first refund's amount, a notice's whole
-        // payment) and what is left to refund, which the condition keeps at 0 or more. A
-        // condition cannot add, so the item keeps what is left rather than what was refunded.
-        let total = Update::builder()
-            .set_key(Some(key(refund_pk(&refund.payment_id), PAYMENT_TOTAL_SK)))
-            .update_expression(
-                "SET paidCents = if_not_exists(paidCents, :amount), \
-                 refundedCents = if_not_exists(refundedCents, :zero) + :amount, \
-                 leftCents = if_not_exists(leftCents, :amount) - :amount",
-            )
-            .condition_expression("attribute_not_exists(pk) OR leftCents >= :amount")
-            .expression_attribute_values(":amount", n(refund.amount_cents))
-            .expression_attribute_values(":zero", n(0));
-        let with_order = Transaction::new()
+        let transaction = Transaction::new()
             .push(
                 RefundItem::Refund,
                 put_if_absent(&self.table.name, item.clone()),
             )
-            .push(
-                RefundItem::Total,
-                update_in(&self.table.name, total.clone()),
-            )
             .push(RefundItem::Order, update_in(&self.table.name, order));
-        // No such order item (the notice's order is always read first, so only an order
-        // deleted by hand): the refund is recorded all the same, never lost, still capped.
-        let alone = Transaction::new()
-            .push(RefundItem::Refund, put_if_absent(&self.table.name, item))
-            .push(RefundItem::Total, update_in(&self.table.name, total));
-        for transaction in [with_order, alone] {
-            match transaction.commit(&self.table.client).await {
-                Ok(()) => return Ok(true),
-                Err(TransactError::ConditionFailed {
-                    label: RefundItem::Refund,
-                    ..
-                }) => return Ok(false),
-                Err(TransactError::ConditionFailed {
-                    label: RefundItem::Total,
-                    ..
-                }) => {
-                    tracing::warn!(
-                        order_id = %refund.order_id,
-                        amount_cents = refund.amount_cents,
-                        "the payment's refunds already hold what it paid: not recorded again"
-                    );
-                    return Ok(false);
-                }
-                Err(TransactError::ConditionFailed {
-                    label: RefundItem::Order,
-                    ..
-                }) => {}
-                Err(TransactError::Conflict) => {
-                    return Err(OrderStoreError::Busy(anyhow::anyhow!(
-                        "the refund's items stayed busy"
-                    )));
-                }
-                Err(err) => {
-                    return Err(anyhow::Error::from(err)
-                        .context("failed to record a refund")
-                        .into());
-                }
+        match transaction.commit(&self.table.client).await {
+            Ok(()) => return Ok(true),
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Refund,
+                ..
+            }) => return Ok(false),
+            // No such order item (the notice's order is always read first, so only an order
+            // deleted by hand): the refund is recorded all the same, never lost.
+            Err(TransactError::ConditionFailed {
+                label: RefundItem::Order,
+                ..
+            }) => {}
+            Err(TransactError::Conflict) => {
+                return Err(OrderStoreError::Busy(anyhow::anyhow!(
+                    "the refund's order stayed busy"
+                )));
+            }
+            Err(err) => {
+                return Err(anyhow::Error::from(err)
+                    .context("failed to record a refund")
+                    .into());
             }
         }
-        Err(
-            anyhow::anyhow!("the refund's order vanished and reappeared")
+        let put = self
+            .table
+            .client
+            .put_item()
+            .table_name(&self.table.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)");
+        match write_retrying(&Backoff::default(), "PutItem refund", || put.clone().send()).await {
+            Ok(_) => Ok(true),
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(PutItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) if transient(&err).is_some() => Err(OrderStoreError::Busy(
+                anyhow::Error::from(err).context("the refund stayed busy"),
+            )),
+            Err(err) => Err(anyhow::Error::from(err)
                 .context("failed to record a refund")
-                .into(),
-        )
+                .into()),
+        }
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

@@ -13,15 +13,15 @@ use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
 use crate::seckill::order::{
-    AdmittedOrder, Claim, ConfirmRejected, DueOrder, HeldOrder, LiveSale, LiveSales, NewOrder,
-    Order, OrderLimits, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueError,
+    AdmittedOrder, ConfirmRejected, DueOrder, HeldOrder, LiveSale, LiveSales, NewOrder, Order,
+    OrderLimits, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueError,
     PaymentDueSink, PaymentMethod, PendingError, PendingOrders, PendingReservation, Reservations,
     ReservationsError, SaleGuards,
 };
 use async_trait::async_trait;
 use lambda_http::Request;
 use lambda_http::RequestExt;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Sale ids (UUIDs).
@@ -149,8 +149,6 @@ pub(crate) fn due(order: &str, sale: &str) -> String {
 struct MemorySale {
     stock: i64,
     per_user_limit: u32,
-    /// The unit price: [`placed`]'s, 990.
-    price_cents: u64,
     /// On the live index.
     live: bool,
     ends_at_ms: i64,
@@ -169,8 +167,6 @@ pub(crate) struct MemoryOrders {
     refunds: Mutex<Vec<Refund>>,
     /// (payment, order) → the refund's state, when refunded and the provider's refund id.
     refund_states: Mutex<HashMap<(String, String), RefundProgress>>,
-    /// Payment → what is left to refund of what it paid (the payment's `TOTAL` item).
-    refunds_left: Mutex<HashMap<String, u64>>,
 }
 
 impl MemoryOrders {
@@ -185,7 +181,6 @@ impl MemoryOrders {
             MemorySale {
                 stock,
                 per_user_limit,
-                price_cents: 990,
                 live: true,
                 ends_at_ms: i64::MAX,
             },
@@ -417,7 +412,6 @@ impl OrderStore for MemoryOrders {
             .map(|sale| SaleGuards {
                 stock_remaining: sale.stock,
                 per_user_limit: sale.per_user_limit,
-                price_cents: sale.price_cents,
             }))
     }
 
@@ -539,15 +533,6 @@ impl OrderStore for MemoryOrders {
         {
             return Ok(false);
         }
-        // What the payment has left to refund: what its first refund paid, less each refund.
-        let mut left = self.refunds_left.lock().unwrap();
-        let left = left
-            .entry(refund.payment_id.clone())
-            .or_insert(refund.amount_cents);
-        if *left < refund.amount_cents {
-            return Ok(false);
-        }
-        *left -= refund.amount_cents;
         refunds.push(refund.clone());
         self.refund_states.lock().unwrap().insert(
             (refund.payment_id.clone(), refund.order_id.to_string()),
@@ -701,8 +686,8 @@ struct RedisSale {
     /// Order id → (user, reserved at, units).
     pending: BTreeMap<String, (String, i64, u32)>,
     released: BTreeSet<String>,
-    /// Every admitted order's owner (the `orders` hash), and its units once claimed.
-    owners: BTreeMap<String, (String, Option<u32>)>,
+    /// Every admitted order's owner (the `orders` hash): never removed.
+    owners: BTreeMap<String, String>,
 }
 
 #[derive(Default)]
@@ -732,7 +717,7 @@ impl MemoryReservations {
         *sale.bought.entry(user.to_owned()).or_default() += i64::from(units);
         sale.pending
             .insert(order.clone(), (user.to_owned(), at_ms, units));
-        sale.owners.insert(order, (user.to_owned(), None));
+        sale.owners.insert(order, user.to_owned());
     }
 
     pub(crate) fn reserve(&self, sale: &str, order: &str, user: &str) {
@@ -768,11 +753,6 @@ impl MemoryReservations {
         if let Some(sale) = self.sales.lock().unwrap().get_mut(sale) {
             sale.bought.clear();
         }
-    }
-
-    /// What a flush does: Redis forgets every sale.
-    pub(crate) fn flush(&self) {
-        self.sales.lock().unwrap().clear();
     }
 
     pub(crate) fn bought_of(&self, sale: &str, user: &str) -> i64 {
@@ -814,37 +794,19 @@ impl Reservations for MemoryReservations {
     async fn claim(
         &self,
         sale_id: &SaleId,
-        orders: &[(OrderId, Holder)],
-    ) -> Result<Vec<Claim>, ReservationsError> {
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale_id.to_string()).or_default();
-        let mut claims = Vec::with_capacity(orders.len());
-        for (id, holder) in orders {
-            let id = id.as_str();
-            let pending = sale
-                .pending
-                .get(id)
-                .map(|(user, _, units)| (user.clone(), *units));
-            let reserved = pending.clone().or_else(|| {
-                let (user, units) = sale.owners.get(id)?;
-                Some((user.clone(), units.unwrap_or(holder.units)))
-            });
-            claims.push(match reserved {
-                _ if sale.released.contains(id) => Claim::Released,
-                None => Claim::Unknown,
-                Some((user, units)) if user != holder.user_id.as_str() || units != holder.units => {
-                    Claim::Mismatch
-                }
-                Some((user, units)) => {
-                    if pending.is_some() {
-                        sale.pending.remove(id);
-                        sale.owners.insert(id.to_owned(), (user, Some(units)));
-                    }
-                    Claim::Claimed
-                }
-            });
+        let mut released = HashSet::new();
+        for id in order_ids {
+            if sale.released.contains(id.as_str()) {
+                released.insert(id.clone());
+            } else {
+                sale.pending.remove(id.as_str());
+            }
         }
-        Ok(claims)
+        Ok(released)
     }
 
     async fn release(
@@ -930,7 +892,7 @@ impl PendingOrders for MemoryReservations {
         let sale_id = order_id.sale_id().as_str();
         let order_id = order_id.as_str();
         Ok(sales.get(sale_id).and_then(|sale| {
-            sale.owners.get(order_id).map(|(user, _)| AdmittedOrder {
+            sale.owners.get(order_id).map(|user| AdmittedOrder {
                 user_id: user.clone(),
                 released: sale.released.contains(order_id),
             })
@@ -971,9 +933,6 @@ pub(crate) async fn seeded(orders: &[(&str, &str)]) -> MemoryOrders {
     store.add_sale(S1, 10);
     let reservations = MemoryReservations::default();
     let payments = MemoryPayments::default();
-    for (order, user) in orders {
-        reservations.reserve(S1, order, user);
-    }
     let messages = orders
         .iter()
         .map(|(order, user)| Message {

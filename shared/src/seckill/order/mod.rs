@@ -27,6 +27,7 @@ use crate::seckill::order::refund::Refund;
 use crate::seckill::order::refund::{Outstanding, RefundPage, RefundRecord};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// How many units one call of each of [`OrderStore`]'s commits takes.
 #[derive(Clone, Copy, Debug)]
@@ -271,13 +272,11 @@ pub struct LiveSales {
     pub items_read: usize,
 }
 
-/// What the commerce table's sale item guards: its stock, the units one buyer may hold, and
-/// the unit price every order of it is materialized at.
+/// What the commerce table's sale item guards: its stock and the units one buyer may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SaleGuards {
     pub stock_remaining: i64,
     pub per_user_limit: u32,
-    pub price_cents: u64,
 }
 
 /// Why [`OrderStore::confirm_orders`] did not commit; nothing was written.
@@ -367,9 +366,6 @@ pub trait OrderStore: Send + Sync {
     ) -> Result<bool, OrderStoreError>;
     /// Records a payment to give back, once per payment id and order, `DUE`, and adds it to
     /// its order's `refunds` (in the same transaction): `true` when this call recorded it.
-    /// A payment is never recorded for refund more in all than it paid (its first refund's
-    /// amount, a notice's whole payment): `false` as well when its refunds already hold that,
-    /// whichever orders they name, however many notices arrive at once.
     async fn record_refund(&self, refund: &Refund) -> Result<bool, OrderStoreError>;
     /// The sales on the live index (a keyed read of the live sales only).
     async fn live_sales(&self) -> Result<LiveSales, OrderStoreError>;
@@ -411,22 +407,6 @@ pub struct PendingReservation {
     pub units: u32,
 }
 
-/// What [`Reservations::claim`] found of one order's reservation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Claim {
-    /// Reserved for the holder the message names, and now (or already) the consumer's: the
-    /// order may be materialized.
-    Claimed,
-    /// Its unit was given back: the order must be REJECTED.
-    Released,
-    /// Reserved for another user or another number of units: the message is not the one the
-    /// order route sent. Nothing changed.
-    Mismatch,
-    /// No reservation of it is known: the admission script never admitted it, or Redis lost
-    /// it. Nothing changed.
-    Unknown,
-}
-
 /// Why the Redis side of the reservations failed; the cause is for the log, never the client.
 #[derive(Debug, thiserror::Error)]
 #[error("the reservations in Redis failed")]
@@ -442,16 +422,15 @@ pub trait Reservations: Send + Sync {
         order_ids: &[OrderId],
     ) -> Result<(), ReservationsError>;
     /// The order consumer takes one sale's orders over before materializing them, in one
-    /// atomic step (`claim.lua`), each for the holder its message names: answers, in the
-    /// same order, what each one's reservation is ([`Claim`]). A [`Claim::Claimed`] order
-    /// left `pending`, so that a release without a holder no longer gives its unit back, and
-    /// its reservation stays known (the `orders` hash keeps its user and units). Idempotent:
-    /// an order claimed before is claimed again.
+    /// atomic step (`claim.lua`): returns those already released (their unit was given back;
+    /// the order must be REJECTED), and removes every other one from `pending`, so that a
+    /// release without a holder no longer gives its unit back. Idempotent: an order neither
+    /// pending nor released is one this consumer claimed before.
     async fn claim(
         &self,
         sale_id: &SaleId,
-        orders: &[(OrderId, Holder)],
-    ) -> Result<Vec<Claim>, ReservationsError>;
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError>;
     /// Gives the order's units back at most once per order (the `released` set): without a
     /// `holder` only a reservation still pending (its entry says how many units); with the
     /// user who holds it and its quantity, also an order confirmed since. `true` when this

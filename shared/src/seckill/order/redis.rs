@@ -11,15 +11,14 @@ use crate::script::LuaScript;
 use crate::seckill::admission::{Admission, Holder};
 use crate::seckill::keys::SaleKeys;
 use crate::seckill::order::{
-    AdmittedOrder, Claim, PendingError, PendingOrders, PendingReservation, Reservations,
-    ReservationsError,
+    AdmittedOrder, PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError,
 };
 use crate::seckill::sale::redis::RedisSales;
 use anyhow::Context;
 use async_trait::async_trait;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const CLAIM: &str = include_str!("../lua/claim.lua");
 const CAP: &str = include_str!("../lua/cap.lua");
@@ -125,44 +124,28 @@ impl Reservations for RedisReservations {
         Ok(())
     }
 
-    #[tracing::instrument(level = "debug", skip(self, orders), fields(orders = orders.len()))]
+    #[tracing::instrument(level = "debug", skip(self, order_ids), fields(orders = order_ids.len()))]
     async fn claim(
         &self,
         sale_id: &SaleId,
-        orders: &[(OrderId, Holder)],
-    ) -> Result<Vec<Claim>, ReservationsError> {
-        if orders.is_empty() {
-            return Ok(Vec::new());
+        order_ids: &[OrderId],
+    ) -> Result<HashSet<OrderId>, ReservationsError> {
+        if order_ids.is_empty() {
+            return Ok(HashSet::new());
         }
         let keys = SaleKeys::new(sale_id);
-        let script_keys = [keys.pending.as_str(), &keys.released, &keys.orders];
-        let answers: Vec<String> = self
+        let script_keys = [keys.pending.as_str(), &keys.released];
+        let released: Vec<String> = self
             .claim
             .call(&self.connection, &script_keys, |call| {
-                for (order_id, holder) in orders {
-                    call.arg(order_id.as_str())
-                        .arg(holder.user_id.as_str())
-                        .arg(holder.units);
-                }
+                call.arg(raw(order_ids));
             })
             .await
             .context("the claim script failed")?;
-        if answers.len() != orders.len() {
-            return Err(anyhow::anyhow!(
-                "the claim script answered {} of {} orders",
-                answers.len(),
-                orders.len()
-            )
-            .into());
-        }
-        let claims = answers.iter().map(|answer| match answer.as_str() {
-            "CLAIMED" => Ok(Claim::Claimed),
-            "RELEASED" => Ok(Claim::Released),
-            "MISMATCH" => Ok(Claim::Mismatch),
-            "UNKNOWN" => Ok(Claim::Unknown),
-            other => Err(anyhow::anyhow!("the claim script answered {other:?}")),
+        let released = released.iter().map(|id| {
+            OrderId::parse(id).with_context(|| format!("the claim script answered {id:?}"))
         });
-        Ok(claims.collect::<anyhow::Result<_>>()?)
+        Ok(released.collect::<anyhow::Result<_>>()?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -242,11 +225,7 @@ impl PendingOrders for RedisReservations {
             .query_async(&mut connection)
             .await
             .context("failed to read an admitted order")?;
-        // A claimed order's entry is `userId:units` (`claim.lua`); user ids never hold ':'.
-        Ok(owner.map(|entry| AdmittedOrder {
-            user_id: entry.split(':').next().unwrap_or_default().to_owned(),
-            released,
-        }))
+        Ok(owner.map(|user_id| AdmittedOrder { user_id, released }))
     }
 }
 

@@ -585,7 +585,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_payment_named_with_two_orders_is_refunded_once_never_more_than_it_paid() {
+    async fn a_notice_naming_the_payment_with_another_order_neither_blocks_nor_overwrites_its_refund()
+     {
         // ann's O1 awaits p1 until its window ends; bob's O2 awaits his own payment p2.
         let (store, reservations) = confirmed().await;
         add_awaiting_payment(&store, &reservations, O2, "bob", "p2").await;
@@ -606,33 +607,31 @@ mod tests {
             }
         );
         assert_eq!(store.status(O2), Some(OrderStatus::Confirmed));
-        // Then p1 arrives again naming ann's cancelled order: p1 paid 1,980 once, and its
-        // refund already holds all of it, so nothing more is recorded for it.
+        // Then ann's genuine p1 arrives late: its refund is recorded, for ann and her
+        // cancelled order, not lost behind the first one nor written over it.
         let genuine = notice("p1", 1_980, PaymentStatus::Succeeded);
         assert_eq!(
             settle(&store, &genuine, "t2").await.unwrap(),
             Settlement::RefundDue {
                 reason: RefundReason::OrderCancelled,
-                new: false
+                new: true
             }
         );
-        // Nor by either notice again, nor by a smaller one.
-        let mut smaller = genuine.clone();
-        smaller.amount_cents = 1;
-        for again in [&misnamed, &genuine, &smaller] {
-            assert!(matches!(
-                settle(&store, again, "t3").await.unwrap(),
-                Settlement::RefundDue { new: false, .. }
-            ));
-        }
-        let refunded: u64 = store
-            .refunds()
-            .iter()
-            .filter(|r| r.payment_id == "p1")
-            .map(|r| r.amount_cents)
-            .sum();
-        assert_eq!(refunded, 1_980);
-        assert_eq!(store.refunds().len(), 1);
+        let refunds = store.refunds();
+        let of = |order: &str| {
+            refunds
+                .iter()
+                .find(|r| r.payment_id == "p1" && r.order_id.as_str() == order)
+                .map(|r| (r.user_id.as_str(), r.reason, r.recorded_at.as_str()))
+        };
+        assert_eq!(of(O2), Some(("bob", RefundReason::UnknownPayment, "t1")));
+        assert_eq!(of(O1), Some(("ann", RefundReason::OrderCancelled, "t2")));
+        // Each is recorded once.
+        assert!(matches!(
+            settle(&store, &misnamed, "t3").await.unwrap(),
+            Settlement::RefundDue { new: false, .. }
+        ));
+        assert_eq!(store.refunds().len(), 2);
     }
 
     #[test]
