@@ -125,7 +125,7 @@
     if (answer.status === 200) {
       reserved = answer.body.reserved;
       detail.reservationCount = answer.body.reservationCount;
-      shown.dataset.sticky = "";
+      shown.dataset.sticky = "1";
       shown.textContent = reserved ? "You reserved this sale." : "Your reservation is cancelled.";
     } else {
       shown.dataset.sticky = "1";
