@@ -36,7 +36,8 @@ fn reserved_sale() -> Sale {
         app::clock::format(now),
     );
     // Reservations opened a day before the start (a new sale could not start in the past).
-    sale.reservation_opens_at = Some(now - Duration::days(1));
+    // Whole seconds, as the table keeps times to the microsecond.
+    sale.reservation_opens_at = Some((now - Duration::days(1)).replace_nanosecond(0).unwrap());
     sale
 }
 
