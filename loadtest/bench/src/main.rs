@@ -215,6 +215,9 @@ fn function_env(args: &Args, spec: Option<&FunctionSpec>, binary: &str) -> Vec<(
         env.extend(spec.environment.clone());
     }
     env.extend(base_env(args));
+    // Invoked straight through the Runtime API, with no distribution in front to add the
+    // header that the template's value would require, as under `sam local`.
+    env.insert(app::http::ORIGIN_VERIFY_ENV.to_owned(), String::new());
     let name = spec.map_or(binary, |spec| spec.name.as_str()).to_owned();
     let memory = spec.map_or(128, |spec| spec.memory_mb);
     env.extend(
@@ -724,6 +727,8 @@ mod tests {
                 "{}",
                 spec.name
             );
+            // The events come straight from the harness, without the distribution's header.
+            assert_eq!(env[app::http::ORIGIN_VERIFY_ENV], "", "{}", spec.name);
         }
     }
 
