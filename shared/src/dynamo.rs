@@ -12,14 +12,18 @@
 //! `TransactionConflictException` ([`transient`]).
 
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
+use crate::fault::OrFault;
+use crate::fault::transient_code;
 use crate::once::{Rejected, Unit, UnitLabel, unit_indices};
 use crate::retry::{Attempt, Backoff, retrying};
-use anyhow::Context;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::builders::UpdateBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
@@ -80,7 +84,7 @@ impl Table {
             .consistent_read(true)
             .send()
             .await
-            .context(failed)?;
+            .or_fault(failed)?;
         Ok(output.item)
     }
 }
@@ -106,6 +110,10 @@ pub enum TransactError<L: Debug> {
     TooManyItems(usize),
     #[error("DynamoDB TransactWriteItems failed")]
     Sdk(#[source] Box<aws_sdk_dynamodb::Error>),
+    /// Timed out, not sent, or a fault of the service's: it may or may not have been
+    /// applied, and sending it again may succeed.
+    #[error("DynamoDB TransactWriteItems failed for a moment")]
+    Unavailable(#[source] crate::fault::Transient),
 }
 
 /// A `TransactWriteItems` request under construction, each item with its label.
@@ -265,6 +273,10 @@ fn classify<L: Clone + Debug>(
     if let Some(reason) = transient(&err) {
         return Classified::Transient(reason);
     }
+    if crate::fault::passes(&err) {
+        let transient = crate::fault::Transient::new("TransactWriteItems", err);
+        return Classified::Final(TransactError::Unavailable(transient));
+    }
     Classified::Final(TransactError::Sdk(Box::new(err.into())))
 }
 
@@ -307,25 +319,6 @@ pub fn transient(err: &impl ProvideErrorMetadata) -> Option<&'static str> {
     err.code().and_then(transient_code)
 }
 
-/// Error codes, and transaction cancellation reasons, that a later attempt may not meet.
-fn transient_code(code: &str) -> Option<&'static str> {
-    Some(match code {
-        // A cancellation reason: another transaction held the item.
-        "TransactionConflict" => "TransactionConflict",
-        // A single-item write on an item that an ongoing transaction includes.
-        "TransactionConflictException" => "TransactionConflictException",
-        // Throttling: a cancellation reason, and the errors of every operation.
-        "ThrottlingError" | "ThrottlingException" => "Throttling",
-        "ProvisionedThroughputExceeded" | "ProvisionedThroughputExceededException" => {
-            "ProvisionedThroughputExceeded"
-        }
-        "RequestLimitExceeded" => "RequestLimitExceeded",
-        // The same ClientRequestToken still being processed.
-        "TransactionInProgressException" => "TransactionInProgress",
-        _ => return None,
-    })
-}
-
 /// Sends a single-item write with `send` until it is not refused for a moment
 /// ([`transient`]) or `backoff` runs out; answers its last result.
 pub async fn write_retrying<T, E, F, Fut>(
@@ -351,6 +344,51 @@ where
         }
     })
     .await?
+}
+
+/// The error of a single-item write that may carry a condition.
+pub trait ConditionalError {
+    /// Whether the write was refused because its condition failed.
+    fn condition_failed(&self) -> bool;
+}
+
+impl ConditionalError for UpdateItemError {
+    fn condition_failed(&self) -> bool {
+        matches!(self, Self::ConditionalCheckFailedException(_))
+    }
+}
+
+impl ConditionalError for PutItemError {
+    fn condition_failed(&self) -> bool {
+        matches!(self, Self::ConditionalCheckFailedException(_))
+    }
+}
+
+impl ConditionalError for DeleteItemError {
+    fn condition_failed(&self) -> bool {
+        matches!(self, Self::ConditionalCheckFailedException(_))
+    }
+}
+
+/// Sends a conditional single-item write with `send` ([`write_retrying`], so a conflict with a
+/// transaction or throttling is tried again): `Some(output)` when it was written, `None` when
+/// its condition failed. Any other failure is the error of `what`, a
+/// [`crate::fault::Transient`] when sending it again later may succeed.
+pub async fn write_if<T, E, F, Fut>(
+    backoff: &Backoff,
+    what: &'static str,
+    send: F,
+) -> anyhow::Result<Option<T>>
+where
+    E: ConditionalError + ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, SdkError<E>>>,
+{
+    match write_retrying(backoff, what, send).await {
+        Ok(output) => Ok(Some(output)),
+        Err(err) if err.as_service_error().is_some_and(E::condition_failed) => Ok(None),
+        Err(err) => Err(crate::fault::failure(err, what)),
+    }
 }
 
 /// A string attribute.
@@ -470,7 +508,7 @@ pub async fn query_page_in<T>(
         .set_exclusive_start_key(start)
         .send()
         .await
-        .context(failed)?;
+        .or_fault(failed)?;
     let items = output
         .items()
         .iter()

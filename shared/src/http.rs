@@ -77,13 +77,19 @@ impl ApiError {
         }
     }
 
-    /// A failure of ours. The client learns only that it happened; the cause is logged.
+    /// A failure of ours. The client learns only that it happened; the cause is logged. A
+    /// cause that is a cloud call failing for a moment ([`crate::fault::Transient`]) is a
+    /// [`Self::store_unavailable`] instead: the client may send the request again.
     pub fn internal(cause: impl Into<anyhow::Error>) -> Self {
+        let cause = cause.into();
+        if crate::fault::is_transient(cause.as_ref()) {
+            return Self::store_unavailable(cause);
+        }
         Self {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             code: "INTERNAL",
             message: "internal error".to_owned(),
-            cause: Some(cause.into()),
+            cause: Some(cause),
         }
     }
 

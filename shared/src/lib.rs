@@ -58,6 +58,7 @@ pub mod cursor;
 pub mod dynamo;
 pub mod emf;
 pub mod events;
+pub mod fault;
 pub mod http;
 pub mod ids;
 pub mod layout;

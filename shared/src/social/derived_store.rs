@@ -20,6 +20,7 @@ use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, Table, Transaction, UnitItem, get_n, get_s, key, n, put_if_absent,
     query_page, s, start_of, update_in,
 };
+use crate::fault::OrFault;
 use crate::ids::UserId;
 use crate::once::{Rejected, Unit};
 use anyhow::Context;
@@ -270,7 +271,7 @@ impl NotificationStore for DynamoDerivedStore {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .context("failed to query unread notifications")?;
+                .or_fault("failed to query unread notifications")?;
             for item in output.items() {
                 let id = get_s(item, "notificationId").map_err(anyhow::Error::from)?;
                 ids.push(NotificationId::parse(id).context("stored notificationId is malformed")?);

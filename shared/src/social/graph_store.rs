@@ -30,12 +30,12 @@ use super::store::DynamoSocialStore;
 use crate::cursor::{Cursor, InvalidCursor, PageLimit};
 use crate::dynamo::{
     Item as Attributes, TransactError, Transaction, get_n, get_s, key, n, query_page, s, start_key,
-    write_retrying,
+    write_if,
 };
+use crate::fault::OrFault;
 use crate::ids::UserId;
 use anyhow::Context;
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
@@ -162,7 +162,7 @@ impl GraphStore for DynamoSocialStore {
             .consistent_read(true)
             .send()
             .await
-            .context("failed to read the followee's status")?;
+            .or_fault("failed to read the followee's status")?;
         let Some(item) = output.item else {
             return Ok(None);
         };
@@ -181,24 +181,15 @@ impl GraphStore for DynamoSocialStore {
             .set_expression_attribute_values(Some(Self::rate_values(attempt)));
         // Only the caller's own unfollow transactions include this item: a conflict with one
         // of them is retried like any other.
-        let result = write_retrying(&self.backoff, "UpdateItem follow rate", || {
+        let written = write_if(&self.backoff, "failed to count the follow attempt", || {
             update.clone().send()
         })
-        .await;
-        match result {
-            Ok(_) => Ok(Counted::Admitted),
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(Counted::Limited)
-            }
-            Err(err) => Err(StoreError(
-                anyhow::Error::new(err).context("failed to count the follow attempt"),
-            )),
-        }
+        .await
+        .map_err(StoreError)?;
+        Ok(match written {
+            Some(_) => Counted::Admitted,
+            None => Counted::Limited,
+        })
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(follower = %change.relationship.follower, followee = %change.relationship.followee))]

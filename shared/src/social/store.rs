@@ -6,6 +6,7 @@ use super::keys::{PROFILE_SK, user_pk};
 use super::profile::{DisplayName, Profile, ProfileStore, StoreError, UserStatus};
 use crate::config::{ConfigError, Env};
 use crate::dynamo::{Table, get_n, get_s, key, n, s, write_retrying};
+use crate::fault::OrFault;
 use crate::ids::UserId;
 use crate::retry::Backoff;
 use anyhow::Context;
@@ -99,7 +100,7 @@ impl ProfileStore for DynamoSocialStore {
             update.clone().send()
         })
         .await
-        .context("failed to upsert the profile")?;
+        .or_fault("failed to upsert the profile")?;
         let item = output
             .attributes
             .context("UpdateItem returned no attributes")?;
@@ -113,7 +114,7 @@ impl ProfileStore for DynamoSocialStore {
             .get_item(key(user_pk(user), PROFILE_SK))
             .send()
             .await
-            .context("failed to read the profile")?;
+            .or_fault("failed to read the profile")?;
         Ok(output.item.as_ref().map(profile_from_item).transpose()?)
     }
 
@@ -154,7 +155,7 @@ impl ProfileStore for DynamoSocialStore {
                     .set_request_items(Some(request_items))
                     .send()
                     .await
-                    .context("failed to read display names")?;
+                    .or_fault("failed to read display names")?;
                 for item in output.responses.unwrap_or_default().into_values().flatten() {
                     let (user, name) = name_from_item(&item)?;
                     names.insert(user, name);

@@ -27,3 +27,4 @@ mod seckill;
 mod shop;
 mod support;
 mod throttling;
+mod transient;

@@ -12,7 +12,12 @@ use local_cloud::secrets::local_value;
 use serde_json::{Value, json};
 
 /// Places an order of `quantity` units as `buyer` and waits until it is CONFIRMED.
-async fn confirmed_order(cloud: &LocalCloud, sale: &str, buyer: &str, quantity: u32) -> String {
+pub(crate) async fn confirmed_order(
+    cloud: &LocalCloud,
+    sale: &str,
+    buyer: &str,
+    quantity: u32,
+) -> String {
     let api = Api::new(cloud, Some(buyer));
     let path = format!("/seckill/activities/{sale}/orders");
     let body = json!({"quantity": quantity, "paymentMethod": "ONLINE"});
@@ -28,7 +33,7 @@ async fn confirmed_order(cloud: &LocalCloud, sale: &str, buyer: &str, quantity: 
 
 /// What the sandbox's Pay (or Fail) button makes for `buyer`: the notice's body and its
 /// signature.
-async fn sandbox_notice(
+pub(crate) async fn sandbox_notice(
     cloud: &LocalCloud,
     buyer: &str,
     opened: &Value,
@@ -47,7 +52,11 @@ async fn sandbox_notice(
     )
 }
 
-async fn callback(cloud: &LocalCloud, body: &str, signature: Option<&str>) -> (u16, Value) {
+pub(crate) async fn callback(
+    cloud: &LocalCloud,
+    body: &str,
+    signature: Option<&str>,
+) -> (u16, Value) {
     let headers: Vec<(&str, &str)> = signature
         .map(|s| (SIGNATURE_HEADER, s))
         .into_iter()
@@ -418,17 +427,21 @@ async fn a_notice_is_parsed_its_currency_compared_and_its_refund_kept_per_order(
     cloud.stop().await;
 }
 
-/// A payment that arrives after its order was cancelled is due for refund; an operator finds
-/// it in the refunds due, settles it (the sandbox refunds locally), once, and the buyer's
-/// order shows the refund's state throughout.
-#[tokio::test]
-async fn an_operator_lists_a_refund_due_and_settles_it_once_and_the_order_shows_it() {
-    let cloud = start_with(&[], &[("PaymentWindowSeconds", "3")]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
-    let buyer = "eve-refund";
-    let order = confirmed_order(&cloud, &sale, buyer, 1).await;
-    let eve = Api::new(&cloud, Some(buyer));
-    let (status, opened) = eve
+/// An order of `buyer` whose payment was opened and signed by the provider, but whose window
+/// ran out first (the stack's `PaymentWindowSeconds` short): the order is CANCELLED.
+pub(crate) struct LatePayment {
+    pub order: String,
+    pub payment: String,
+    pub opened: Value,
+    /// The provider's notice and its signature, not yet delivered.
+    pub body: String,
+    pub signature: String,
+}
+
+pub(crate) async fn late_payment(cloud: &LocalCloud, buyer: &str) -> LatePayment {
+    let sale = open_sale(cloud, 5, 3).await;
+    let order = confirmed_order(cloud, &sale, buyer, 1).await;
+    let (status, opened) = Api::new(cloud, Some(buyer))
         .call(
             "POST",
             &format!("/orders/{order}/pay"),
@@ -437,12 +450,36 @@ async fn an_operator_lists_a_refund_due_and_settles_it_once_and_the_order_shows_
         .await;
     assert_eq!(status, 200, "{opened}");
     let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
-    let (body, signature) = sandbox_notice(&cloud, buyer, &opened, "PAY").await;
+    let (body, signature) = sandbox_notice(cloud, buyer, &opened, "PAY").await;
     eventually(WAIT, "the unpaid order is cancelled", || async {
-        (order_status(&cloud, buyer, &order).await.as_deref() == Some("CANCELLED")).then_some(())
+        (order_status(cloud, buyer, &order).await.as_deref() == Some("CANCELLED")).then_some(())
     })
     .await;
-    let (status, answer) = callback(&cloud, &body, Some(&signature)).await;
+    LatePayment {
+        order,
+        payment,
+        opened,
+        body,
+        signature,
+    }
+}
+
+/// A payment that arrives after its order was cancelled is due for refund; an operator finds
+/// it in the refunds due, settles it (the sandbox refunds locally), once, and the buyer's
+/// order shows the refund's state throughout.
+#[tokio::test]
+async fn an_operator_lists_a_refund_due_and_settles_it_once_and_the_order_shows_it() {
+    let cloud = start_with(&[], &[("PaymentWindowSeconds", "3")]).await;
+    let buyer = "eve-refund";
+    let late = late_payment(&cloud, buyer).await;
+    let LatePayment {
+        order,
+        payment,
+        opened,
+        ..
+    } = &late;
+    let eve = Api::new(&cloud, Some(buyer));
+    let (status, answer) = callback(&cloud, &late.body, Some(&late.signature)).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
         (200, Some("REFUND_DUE"))

@@ -5,7 +5,8 @@
 //! and its refunds due.
 
 use crate::cursor::{Cursor, PageLimit};
-use crate::dynamo::{get_n, get_s, key, query_page, s, start_of, write_retrying};
+use crate::dynamo::{get_n, get_s, key, query_page, s, start_of, write_if};
+use crate::fault::OrFault;
 use crate::ids::SaleId;
 use crate::retry::Backoff;
 use crate::seckill::keys::{
@@ -20,8 +21,6 @@ use crate::seckill::sale::dynamo::{DynamoSaleStore, sale_from_item, sale_item};
 use crate::seckill::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use anyhow::Context;
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValue;
 use time::OffsetDateTime;
 
@@ -74,7 +73,7 @@ impl SaleOffice for DynamoSaleStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(sale = %sale.id))]
     async fn replace_draft(&self, sale: &Sale) -> Result<bool, StoreError> {
-        let result = self
+        let put = self
             .table
             .client
             .put_item()
@@ -82,23 +81,14 @@ impl SaleOffice for DynamoSaleStore {
             .set_item(Some(sale_item(sale)))
             .condition_expression("#state = :draft")
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(anyhow::Error::new(err)
-                .context("failed to replace the draft")
-                .into()),
-        }
+            .expression_attribute_values(":draft", s(Lifecycle::Draft.as_str()));
+        Ok(
+            write_if(&Backoff::default(), "failed to replace the draft", || {
+                put.clone().send()
+            })
+            .await?
+            .is_some(),
+        )
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -118,35 +108,25 @@ impl SaleOffice for DynamoSaleStore {
             .expression_attribute_values(":now", s(&now))
             .return_values(ReturnValue::AllNew);
         // The sale item is in the order path's transactions: a conflict is retried.
-        let result = write_retrying(&Backoff::default(), "UpdateItem sale ended", || {
+        match write_if(&Backoff::default(), "failed to end the sale", || {
             update.clone().send()
         })
-        .await;
-        match result {
-            Ok(output) => {
+        .await?
+        {
+            Some(output) => {
                 let item = output
                     .attributes
                     .context("UpdateItem returned no attributes")?;
                 Ok(Ending::Ended(sale_from_item(&item)?))
             }
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(match SaleStore::get(self, id).await? {
-                    None => Ending::Unknown,
-                    Some(sale) => match sale.state {
-                        Lifecycle::Draft => Ending::Draft,
-                        Lifecycle::Ended => Ending::AlreadyEnded(sale),
-                        Lifecycle::Published => Ending::Over(sale),
-                    },
-                })
-            }
-            Err(err) => Err(anyhow::Error::new(err)
-                .context("failed to end the sale")
-                .into()),
+            None => Ok(match SaleStore::get(self, id).await? {
+                None => Ending::Unknown,
+                Some(sale) => match sale.state {
+                    Lifecycle::Draft => Ending::Draft,
+                    Lifecycle::Ended => Ending::AlreadyEnded(sale),
+                    Lifecycle::Published => Ending::Over(sale),
+                },
+            }),
         }
     }
 
@@ -202,7 +182,7 @@ impl SaleLedger for DynamoOrderStore {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .context("failed to query the sale's refunds due")?;
+                .or_fault("failed to query the sale's refunds due")?;
             for item in output.items() {
                 due.count += 1;
                 let amount: u64 = get_n(item, "amountCents").map_err(anyhow::Error::from)?;
@@ -240,7 +220,7 @@ impl DynamoOrderStore {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .context("failed to query the sale's orders")?;
+                .or_fault("failed to query the sale's orders")?;
             tallies.items_read += u64::try_from(output.scanned_count()).unwrap_or(0);
             for item in output.items() {
                 let status =

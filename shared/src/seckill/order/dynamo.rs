@@ -5,8 +5,9 @@ use crate::config::{ConfigError, Env};
 use crate::cursor::{Cursor, PageLimit};
 use crate::dynamo::{
     Item, MAX_TRANSACTION_ITEMS, Table, TransactError, Transaction, UnitItem, get_n, get_s, key, n,
-    put_if_absent, query_page, query_page_in, s, start_of, transient, update_in, write_retrying,
+    put_if_absent, query_page, query_page_in, s, start_of, update_in, write_if,
 };
+use crate::fault::OrFault;
 use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
@@ -27,9 +28,6 @@ use crate::seckill::order::{
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select, TransactWriteItem, Update};
 use std::collections::HashMap;
@@ -231,34 +229,16 @@ impl DynamoOrderStore {
 }
 
 /// An order's conditional update: `true` when it was written, `false` when its condition
-/// failed, retried while DynamoDB refuses it for a moment.
+/// failed ([`write_if`]).
 async fn conditional(
     update: UpdateItemFluentBuilder,
     what: &'static str,
 ) -> Result<bool, OrderStoreError> {
-    match write_retrying(&Backoff::default(), what, || update.clone().send()).await {
-        Ok(_) => Ok(true),
-        Err(err) => update_failed(err, what).map(|()| false),
-    }
-}
-
-/// A failed order update: `Ok` when only its condition failed, else the error.
-fn update_failed(
-    err: SdkError<UpdateItemError>,
-    what: &'static str,
-) -> Result<(), OrderStoreError> {
-    if matches!(
-        err.as_service_error(),
-        Some(UpdateItemError::ConditionalCheckFailedException(_))
-    ) {
-        return Ok(());
-    }
-    if transient(&err).is_some() {
-        return Err(OrderStoreError::Busy(
-            anyhow::Error::from(err).context("the order stayed busy"),
-        ));
-    }
-    Err(anyhow::Error::from(err).context(what).into())
+    Ok(
+        write_if(&Backoff::default(), what, || update.clone().send())
+            .await?
+            .is_some(),
+    )
 }
 
 /// A refund's entry in its order's `refunds` list.
@@ -572,18 +552,16 @@ impl OrderStore for DynamoOrderStore {
             .expression_attribute_values(":user", s(user.as_str()))
             // The whole item: an attribute the update left as it was is not "updated".
             .return_values(ReturnValue::AllNew);
-        let result = write_retrying(&Backoff::default(), "UpdateItem order payment", || {
+        let Some(output) = write_if(&Backoff::default(), "failed to open a payment", || {
             update.clone().send()
         })
-        .await;
-        match result {
-            Ok(output) => {
-                let attributes = output.attributes().cloned().unwrap_or_default();
-                let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
-                Ok(Some(payment_id.to_owned()))
-            }
-            Err(err) => update_failed(err, "failed to open a payment").map(|()| None),
-        }
+        .await?
+        else {
+            return Ok(None);
+        };
+        let attributes = output.attributes().cloned().unwrap_or_default();
+        let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
+        Ok(Some(payment_id.to_owned()))
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -679,23 +657,13 @@ impl OrderStore for DynamoOrderStore {
             .table_name(&self.table.name)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(pk)");
-        match write_retrying(&Backoff::default(), "PutItem refund", || put.clone().send()).await {
-            Ok(_) => Ok(true),
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) if transient(&err).is_some() => Err(OrderStoreError::Busy(
-                anyhow::Error::from(err).context("the refund stayed busy"),
-            )),
-            Err(err) => Err(anyhow::Error::from(err)
-                .context("failed to record a refund")
-                .into()),
-        }
+        Ok(
+            write_if(&Backoff::default(), "failed to record a refund", || {
+                put.clone().send()
+            })
+            .await?
+            .is_some(),
+        )
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -729,7 +697,7 @@ impl OrderStore for DynamoOrderStore {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .context("failed to count the refunds due")?;
+                .or_fault("failed to count the refunds due")?;
             count += u64::try_from(output.count()).unwrap_or(0);
             match output.last_evaluated_key() {
                 Some(last) => start = Some(last.clone()),
@@ -742,7 +710,7 @@ impl OrderStore for DynamoOrderStore {
             .projection_expression("recordedAt")
             .send()
             .await
-            .context("failed to read the oldest refund due")?;
+            .or_fault("failed to read the oldest refund due")?;
         let oldest_recorded_at = oldest
             .items()
             .first()

@@ -11,7 +11,8 @@
 //! (which write the keys themselves) changes nothing twice and never overwrites a key.
 
 use crate::cursor::Cursor;
-use crate::dynamo::{Item, Table, cursor_of, get_s, key, s, start_key, write_retrying};
+use crate::dynamo::{Item, Table, cursor_of, get_s, key, s, start_key, write_if};
+use crate::fault::OrFault;
 use crate::ids::{OrderId, SaleId};
 use crate::retry::Backoff;
 use crate::seckill::keys::{
@@ -20,7 +21,6 @@ use crate::seckill::keys::{
 };
 use crate::seckill::sale::Lifecycle;
 use anyhow::Context;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 
 /// What one page of the backfill did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub async fn backfill_page(
         .consistent_read(true)
         .send()
         .await
-        .context("failed to scan the commerce table")?;
+        .or_fault("failed to scan the commerce table")?;
     let mut report = PageReport {
         scanned: u64::try_from(output.scanned_count()).unwrap_or(0),
         lacking: u64::try_from(output.count()).unwrap_or(0),
@@ -167,20 +167,9 @@ async fn add_if_missing(
     }
     let update = update.condition_expression(condition);
     // A sale's item is in its orders' transactions: a conflict is retried.
-    match write_retrying(&Backoff::default(), "UpdateItem index keys", || {
+    Ok(write_if(&Backoff::default(), "UpdateItem index keys", || {
         update.clone().send()
     })
-    .await
-    {
-        Ok(_) => Ok(true),
-        Err(err)
-            if matches!(
-                err.as_service_error(),
-                Some(UpdateItemError::ConditionalCheckFailedException(_))
-            ) =>
-        {
-            Ok(false)
-        }
-        Err(err) => Err(err.into()),
-    }
+    .await?
+    .is_some())
 }

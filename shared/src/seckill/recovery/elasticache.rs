@@ -1,6 +1,7 @@
 //! ElastiCache adapter of [`CacheControl`]: `DescribeReplicationGroups`, called only by the
 //! failover reconcile, never at a cold start.
 
+use crate::fault::OrFault;
 use crate::seckill::recovery::failover::{CacheControl, CacheControlError, CacheGroup};
 use anyhow::Context;
 use async_trait::async_trait;
@@ -27,7 +28,7 @@ impl CacheControl for ElastiCacheControl {
             .replication_group_id(id)
             .send()
             .await
-            .with_context(|| format!("failed to describe the replication group {id}"))?;
+            .or_fault(format!("failed to describe the replication group {id}"))?;
         let group = output
             .replication_groups()
             .first()

@@ -3,17 +3,17 @@
 //! partitions of reservations (key design in [`crate::seckill::keys`]).
 
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{Table, key, s};
+use crate::dynamo::{Table, key, s, write_if};
+use crate::fault::OrFault;
 use crate::ids::{SaleId, UserId};
+use crate::retry::Backoff;
 use crate::seckill::keys::{
     RESERVATION_SK, reservation_pk, reservation_shard, sale_reservations_pk,
 };
 use crate::seckill::reservation::ReservationBook;
 use crate::seckill::sale::StoreError;
-use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 
 /// The commerce table's reservations.
 #[derive(Clone, Debug)]
@@ -50,30 +50,21 @@ impl ReservationBook for DynamoReservationBook {
             ),
             ("gsi3sk".to_owned(), s(user.as_str())),
         ]);
-        let result = self
+        let put = self
             .table
             .client
             .put_item()
             .table_name(&self.table.name)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Reserved before: the first time is kept.
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(())
-            }
-            Err(err) => Err(anyhow::Error::new(err)
-                .context("failed to record the reservation")
-                .into()),
-        }
+            .condition_expression("attribute_not_exists(pk)");
+        // Reserved before (the condition failed): the first time is kept.
+        write_if(
+            &Backoff::default(),
+            "failed to record the reservation",
+            || put.clone().send(),
+        )
+        .await?;
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -88,7 +79,7 @@ impl ReservationBook for DynamoReservationBook {
             )))
             .send()
             .await
-            .context("failed to delete the reservation")?;
+            .or_fault("failed to delete the reservation")?;
         Ok(())
     }
 

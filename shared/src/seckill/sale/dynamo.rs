@@ -8,7 +8,8 @@
 //! buyers and refunds beside them in the table.
 
 use crate::config::{ConfigError, Env};
-use crate::dynamo::{Item, Table, get_n, get_s, key, n, s, write_retrying};
+use crate::dynamo::{Item, Table, get_n, get_s, key, n, s, write_if};
+use crate::fault::OrFault;
 use crate::ids::{SaleId, UserId};
 use crate::retry::Backoff;
 use crate::seckill::keys::{
@@ -19,7 +20,6 @@ use crate::seckill::sale::{Lifecycle, Sale, SaleStore, StoreError};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValue;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -112,7 +112,7 @@ impl SaleStore for DynamoSaleStore {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await
-            .context("failed to create the sale")?;
+            .or_fault("failed to create the sale")?;
         Ok(())
     }
 
@@ -140,35 +140,23 @@ impl SaleStore for DynamoSaleStore {
             .expression_attribute_values(":live", s(LIVE_SALES_PK))
             .expression_attribute_values(":start", s(live_sale_sk(&starts_at, id)))
             .return_values(ReturnValue::AllNew);
-        let result = write_retrying(&Backoff::default(), "UpdateItem sale published", || {
+        match write_if(&Backoff::default(), "failed to publish the sale", || {
             update.clone().send()
         })
-        .await;
-        match result {
-            Ok(output) => {
+        .await?
+        {
+            Some(output) => {
                 let item = output
                     .attributes
                     .context("UpdateItem returned no attributes")?;
                 Ok(Some(sale_from_item(&item)?))
             }
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                // Unknown, or already published or ended: publishing is idempotent.
-                match self.get(id).await? {
-                    Some(sale) if sale.state != Lifecycle::Draft => Ok(Some(sale)),
-                    Some(_) => {
-                        Err(anyhow::anyhow!("the sale changed while being published").into())
-                    }
-                    None => Ok(None),
-                }
-            }
-            Err(err) => Err(anyhow::Error::new(err)
-                .context("failed to publish the sale")
-                .into()),
+            // Unknown, or already published or ended: publishing is idempotent.
+            None => match self.get(id).await? {
+                Some(sale) if sale.state != Lifecycle::Draft => Ok(Some(sale)),
+                Some(_) => Err(anyhow::anyhow!("the sale changed while being published").into()),
+                None => Ok(None),
+            },
         }
     }
 
@@ -210,7 +198,7 @@ impl DynamoSaleStore {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .context("failed to query the sale's reservations")?;
+                .or_fault("failed to query the sale's reservations")?;
             for item in output.items() {
                 let user = get_s(item, "gsi3sk").map_err(anyhow::Error::from)?;
                 users.push(UserId::parse(user).context("stored reservation's user")?);
@@ -253,7 +241,7 @@ pub(crate) async fn live_items(table: &Table) -> anyhow::Result<(Vec<Item>, usiz
             .set_exclusive_start_key(start)
             .send()
             .await
-            .context("failed to query the live sales")?;
+            .or_fault("failed to query the live sales")?;
         read += usize::try_from(output.scanned_count()).unwrap_or(0);
         items.extend(output.items().iter().cloned());
         match output.last_evaluated_key() {
@@ -274,20 +262,11 @@ pub(crate) async fn retire(table: &Table, sale_id: &SaleId, now: &str) -> anyhow
         .expression_attribute_names("#state", "state")
         .expression_attribute_values(":ended", s(Lifecycle::Ended.as_str()))
         .expression_attribute_values(":now", s(now));
-    let result = write_retrying(&Backoff::default(), "UpdateItem sale retired", || {
-        update.clone().send()
-    })
-    .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(err)
-            if matches!(
-                err.as_service_error(),
-                Some(UpdateItemError::ConditionalCheckFailedException(_))
-            ) =>
-        {
-            Ok(false)
-        }
-        Err(err) => Err(anyhow::Error::new(err).context("failed to retire the sale")),
-    }
+    Ok(
+        write_if(&Backoff::default(), "failed to retire the sale", || {
+            update.clone().send()
+        })
+        .await?
+        .is_some(),
+    )
 }
