@@ -7,7 +7,7 @@
 #                                                           a file of this repository the key misses
 #
 # A cache of whole `sam build` results, shared by every clone on this machine. `sam build` of
-# the 32 functions is mostly fat-LTO links (docs/local-development.md, "The test loop"), which
+# every function is mostly fat-LTO links (docs/local-development.md, "The test loop"), which
 # no compiler cache keeps, since a link's input is the whole program. SAM's own `sam build
 # --cached` hashes each function's CodeUri folder (functions/<name>) only, not shared/ that every
 # function is compiled from, so it would hand back stale bootstraps after a change to shared/.

@@ -25,6 +25,7 @@ mod localstack;
 mod logging;
 mod openapi;
 mod policies;
+mod prose;
 mod sam_build_cache;
 mod sam_local;
 mod shop;

@@ -1,5 +1,5 @@
 //! The cache of whole `sam build` results (`infra/sam-build-cache.sh`): a fresh clone of a
-//! commit already built on this machine copies its bootstraps instead of linking 32 functions
+//! commit already built on this machine copies its bootstraps instead of linking every function
 //! again, and any change to what a function is compiled from builds again.
 //!
 //! The script runs for real, on a scratch git repository laid out like this one (a copy of
