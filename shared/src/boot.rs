@@ -13,6 +13,7 @@ use tokio::sync::OnceCell;
 
 use crate::cloud;
 use crate::config::{ConfigError, Env};
+use crate::seckill::admission::seal::{ORDER_SEAL_SECRET_ARN, Seal};
 use crate::seckill::order::dynamo::DynamoOrderStore;
 use crate::seckill::order::redis::RedisReservations;
 use crate::seckill::payment::sandbox::SandboxProvider;
@@ -156,6 +157,14 @@ impl Boot {
         let arn = self.must(self.env.required("PAYMENT_SECRET_ARN"));
         let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
         self.must(secretsmanager::webhook_secret(&client, &arn).await)
+    }
+
+    /// The key that seals the order queue's messages: the Secrets Manager secret
+    /// `ORDER_SEAL_SECRET_ARN` names (read once, at cold start).
+    pub async fn order_seal(&self) -> Seal {
+        let arn = self.must(self.env.required(ORDER_SEAL_SECRET_ARN));
+        let client = aws_sdk_secretsmanager::Client::new(self.sdk_config().await);
+        self.must(secretsmanager::order_seal(&client, &arn).await)
     }
 
     /// What `/payments/callback` takes a signature of: the provider's secret

@@ -23,6 +23,9 @@ use crate::emf;
 pub struct Message {
     pub id: String,
     pub body: String,
+    /// The message attribute `seal`, when the sender sealed the body
+    /// ([`crate::seckill::admission::seal`]).
+    pub seal: Option<String>,
 }
 
 impl Message {
@@ -35,8 +38,18 @@ impl Message {
             .map(|(i, body)| Message {
                 id: format!("m{i}"),
                 body: body.clone(),
+                seal: None,
             })
             .collect()
+    }
+
+    /// [`Self::numbered`], each body sealed with `seal`: a batch as the order route sends it.
+    pub fn sealed(bodies: &[String], seal: &crate::seckill::admission::seal::Seal) -> Vec<Message> {
+        let mut messages = Self::numbered(bodies);
+        for message in &mut messages {
+            message.seal = Some(seal.sign(&message.body));
+        }
+        messages
     }
 }
 
@@ -45,9 +58,13 @@ pub fn messages(event: SqsEvent) -> Vec<Message> {
     event
         .records
         .into_iter()
-        .map(|record| Message {
+        .map(|mut record| Message {
             id: record.message_id.unwrap_or_default(),
             body: record.body.unwrap_or_default(),
+            seal: record
+                .message_attributes
+                .remove(crate::seckill::admission::seal::SEAL_ATTRIBUTE)
+                .and_then(|attribute| attribute.string_value),
         })
         .collect()
 }
@@ -191,6 +208,19 @@ mod tests {
         let parsed = parse_each(messages(event), |body| body.parse::<u32>());
         assert_eq!(parsed.events, [("m1".to_owned(), 7)]);
         assert_eq!(parsed.refused, ["m2"]);
+    }
+
+    #[test]
+    fn a_messages_seal_is_its_seal_attribute() {
+        let event: SqsEvent = serde_json::from_value(json!({"Records": [
+            {"messageId": "m1", "body": "{}", "attributes": {}, "messageAttributes": {
+                "seal": {"stringValue": "abc", "dataType": "String", "stringListValues": [], "binaryListValues": []}
+            }},
+            {"messageId": "m2", "body": "{}", "attributes": {}, "messageAttributes": {}}
+        ]}))
+        .unwrap();
+        let seals: Vec<_> = messages(event).into_iter().map(|m| m.seal).collect();
+        assert_eq!(seals, [Some("abc".to_owned()), None]);
     }
 
     #[tokio::test]

@@ -32,6 +32,7 @@
 //! | `Applied` | Count | | effects applied once (notifications, follower counts, rejections, cancellations, marks read) |
 //! | `Duplicate` | Count | | effects found already applied: redeliveries, duplicates within a batch |
 //! | `Orders` | Count | `Outcome` | orders that became `CONFIRMED`, `REJECTED`, `CANCELLED`, `PAID`, `COD` |
+//! | `OrdersRefused` | Count | | order messages the order consumer would not materialize, handed back until the DLQ takes them; its log names the reason: `NO_RESERVATION` (Redis holds no reservation of the order and the message has no valid seal), `MISMATCH` (the message names another buyer or quantity than the reservation), `BAD_SEAL` (a seal that does not verify); `ForgedOrderAlarm` watches it |
 //! | `Published` | Count | | outbox events the relay put on a queue |
 //! | `PublishFailed` | Count | | outbox events the relay could not put (the stream retries them) |
 //! | `UnitsReleased` | Count | | reservations without an order released by reconciliation |
@@ -65,6 +66,7 @@ pub mod name {
     pub const APPLIED: &str = "Applied";
     pub const DUPLICATE: &str = "Duplicate";
     pub const ORDERS: &str = "Orders";
+    pub const ORDERS_REFUSED: &str = "OrdersRefused";
     pub const PUBLISHED: &str = "Published";
     pub const PUBLISH_FAILED: &str = "PublishFailed";
     pub const UNITS_RELEASED: &str = "UnitsReleased";
@@ -132,6 +134,7 @@ fn describe() {
         (APPLIED, "effects applied once"),
         (DUPLICATE, "effects found already applied"),
         (ORDERS, "orders by the status they reached"),
+        (ORDERS_REFUSED, "order messages refused, by reason"),
         (PUBLISHED, "outbox events relayed"),
         (PUBLISH_FAILED, "outbox events not relayed"),
         (UNITS_RELEASED, "orphaned reservations released"),
@@ -255,6 +258,13 @@ pub fn applied(applied: usize, duplicate: usize) {
 pub fn orders(status: &'static str, n: usize) {
     if n > 0 {
         counter!(name::ORDERS, OUTCOME => status).increment(n as u64);
+    }
+}
+
+/// `n` order messages refused (the caller logs why).
+pub fn orders_refused(n: usize) {
+    if n > 0 {
+        counter!(name::ORDERS_REFUSED).increment(n as u64);
     }
 }
 

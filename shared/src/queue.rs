@@ -1,7 +1,8 @@
 //! SQS adapter: send, receive and delete JSON messages on one queue.
 
+use crate::seckill::admission::seal::{SEAL_ATTRIBUTE, Seal};
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::MessageSystemAttributeName;
+use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use std::time::Duration;
 pub enum QueueError {
     #[error("failed to serialize the message")]
     Serialize(#[source] serde_json::Error),
+    #[error("failed to build a message attribute")]
+    Attribute(#[source] aws_sdk_sqs::error::BuildError),
     #[error("SQS {action} failed")]
     Sdk {
         action: &'static str,
@@ -67,20 +70,52 @@ impl Queue {
 
     /// Sends one JSON message, visible after `delay` (SQS allows at most 15 minutes).
     /// Returns the message id.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
     pub async fn send<T: Serialize + ?Sized>(
         &self,
         message: &T,
         delay: Option<Duration>,
     ) -> Result<String, QueueError> {
+        self.send_with(message, delay, None).await
+    }
+
+    /// [`Self::send`], its body sealed with `seal` in the message attribute
+    /// [`SEAL_ATTRIBUTE`].
+    pub async fn send_sealed<T: Serialize + ?Sized>(
+        &self,
+        message: &T,
+        seal: &Seal,
+    ) -> Result<String, QueueError> {
+        self.send_with(message, None, Some(seal)).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.url))]
+    async fn send_with<T: Serialize + ?Sized>(
+        &self,
+        message: &T,
+        delay: Option<Duration>,
+        seal: Option<&Seal>,
+    ) -> Result<String, QueueError> {
         let body = serde_json::to_string(message).map_err(QueueError::Serialize)?;
         let delay = delay.map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
-        let output = self
+        let seal = seal
+            .map(|seal| {
+                MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(seal.sign(&body))
+                    .build()
+            })
+            .transpose()
+            .map_err(QueueError::Attribute)?;
+        let mut request = self
             .client
             .send_message()
             .queue_url(&self.url)
             .message_body(body)
-            .set_delay_seconds(delay)
+            .set_delay_seconds(delay);
+        if let Some(seal) = seal {
+            request = request.message_attributes(SEAL_ATTRIBUTE, seal);
+        }
+        let output = request
             .send()
             .await
             .map_err(|err| QueueError::sdk("SendMessage", err))?;

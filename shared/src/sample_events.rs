@@ -16,6 +16,7 @@ use crate::events::{
     Address, Envelope, FollowPayload, ORDER_PLACED, OrderPlaced, PAYMENT_DUE, PaymentDue,
     PaymentMethod, SALE_PAGE_REQUESTED, SalePageRequested, USER_FOLLOWED, USER_UNFOLLOWED,
 };
+use crate::seckill::admission::seal::{SEAL_ATTRIBUTE, Seal};
 use crate::seckill::sale::{Lifecycle, Sale};
 use crate::social::follow::OUTBOX_TTL_SECONDS;
 use anyhow::Context;
@@ -25,7 +26,7 @@ use aws_lambda_events::cognito::{
 };
 use aws_lambda_events::dynamodb::{Event as StreamEvent, EventRecord, StreamViewType};
 use aws_lambda_events::sns::{SnsEvent, SnsMessage, SnsRecord};
-use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::sqs::{SqsEvent, SqsMessage, SqsMessageAttribute};
 use md5::{Digest, Md5};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -90,6 +91,25 @@ fn event_time<T: DeserializeOwned>(at: OffsetDateTime) -> T {
 /// The SQS event that delivers `envelopes`, one message each, sent to the queue `queue_arn`
 /// at `sent_at`: a body is the envelope's JSON exactly as [`crate::queue::Queue::send`]
 /// writes it, its `messageId` and `receiptHandle` stable names of the queue and the body.
+/// The key the runner seals order messages with: `OrderSealSecret`'s local value
+/// (`local-<LogicalId>-value`, as the runner creates every secret of the template).
+pub fn local_order_seal() -> Seal {
+    Seal::new(b"local-OrderSealSecret-value".to_vec()).expect("a key of 16 bytes or more")
+}
+
+/// `event`, each message sealed with `seal` as the order route seals it (the `seal` attribute).
+pub fn sealed(mut event: SqsEvent, seal: &Seal) -> SqsEvent {
+    for record in &mut event.records {
+        let mut attribute = SqsMessageAttribute::default();
+        attribute.string_value = Some(seal.sign(record.body.as_deref().unwrap_or_default()));
+        attribute.data_type = Some("String".to_owned());
+        record
+            .message_attributes
+            .insert(SEAL_ATTRIBUTE.to_owned(), attribute);
+    }
+    event
+}
+
 pub fn sqs_event<P: Serialize>(
     queue_arn: &str,
     sent_at: OffsetDateTime,
@@ -515,7 +535,10 @@ pub fn samples() -> anyhow::Result<Vec<Sample>> {
             "order-consumer",
             None,
             "an SQS batch from the order queue: OrderPlaced v2, one unit with an address, paid online",
-            sqs_event(&queue_arn(&format!("{STACK}-order")), placed_at, &[placed])?,
+            sealed(
+                sqs_event(&queue_arn(&format!("{STACK}-order")), placed_at, &[placed])?,
+                &local_order_seal(),
+            ),
         )?,
         Sample::new(
             "payment-timeout-consumer",
@@ -601,7 +624,9 @@ pub fn readme(samples: &[Sample]) -> String {
          \n\
          The ids, names and times in them are examples (region us-east-1, account 123456789012,\n\
          the local runner's stack `local`): a function acts only on what exists. An\n\
-         order-consumer event materializes an order only for a sale that exists, and a\n\
+         order-consumer event materializes an order only for a sale that exists, and is sealed\n\
+         with the runner's key (a stack of its own refuses it unless Redis holds its\n\
+         reservation), and a\n\
          payment-timeout event cancels only an order that exists and is still unpaid. To act\n\
          on your own data, put its ids in a copy of a file.\n",
     );

@@ -43,6 +43,11 @@ pub(crate) fn batch(bodies: &[String]) -> Vec<Message> {
     Message::numbered(bodies)
 }
 
+/// [`batch`], each body sealed as the order route seals it ([`crate::seckill::admission::seal`]).
+pub(crate) fn sealed_batch(bodies: &[String]) -> Vec<Message> {
+    Message::sealed(bodies, crate::seckill::admission::seal::Seal::for_tests())
+}
+
 /// Runs `future` with a subscriber of its own that writes, as a terminal would show them, every
 /// line at INFO and above and every span as it closes (with its fields); answers the future's
 /// output and all that was written. Spans are made when the future first runs, so pass

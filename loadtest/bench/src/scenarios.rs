@@ -389,6 +389,19 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
 }
 
 /// Messages in an SQS event, as Lambda's event source mapping delivers them.
+/// `event`'s messages sealed as the order route seals them, with the runner's key: the order
+/// consumer takes an order no reservation in Redis holds only under a seal.
+fn sealed(mut event: Value) -> Value {
+    let seal = app::sample_events::local_order_seal();
+    for record in event["Records"].as_array_mut().into_iter().flatten() {
+        let body = record["body"].as_str().unwrap_or_default().to_owned();
+        record["messageAttributes"] = json!({
+            app::seckill::admission::seal::SEAL_ATTRIBUTE: {"stringValue": seal.sign(&body), "dataType": "String"}
+        });
+    }
+    event
+}
+
 fn sqs_event(bodies: Vec<String>) -> Value {
     let records: Vec<Value> = bodies
         .into_iter()
@@ -444,7 +457,7 @@ pub fn event_batch(binary: &str, fixture: &Fixture, i: u64) -> Option<Value> {
         || (0..10).map(|_| format!("{}.{}", fixture.sale_id, uuid::Uuid::now_v7().simple()));
     Some(match binary {
         "notification-consumer" | "follower-count-consumer" => sqs_event(follows()),
-        "order-consumer" => sqs_event(
+        "order-consumer" => sealed(sqs_event(
             order_ids()
                 .enumerate()
                 .map(|(k, order_id)| {
@@ -460,7 +473,7 @@ pub fn event_batch(binary: &str, fixture: &Fixture, i: u64) -> Option<Value> {
                     )
                 })
                 .collect(),
-        ),
+        )),
         "payment-timeout-consumer" => sqs_event(
             order_ids()
                 .map(|order_id| {

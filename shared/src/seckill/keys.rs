@@ -12,6 +12,7 @@
 //! | `sale:{<id>}:stock` | string (integer) | units left to reserve |
 //! | `sale:{<id>}:bought` | hash userId → n | units each user holds (reserved, confirmed or paid) |
 //! | `sale:{<id>}:pending` | hash orderId → `userId:reservedAtMs:units` | reservations not yet materialized in DynamoDB (the reconciliation's worklist) |
+//! | `sale:{<id>}:claimed` | hash orderId → `userId:reservedAtMs:units` | the reservations the order consumer took over from `pending` (`claim.lua`): what it materializes, whatever a message says, and answers again when a message comes back |
 //! | `sale:{<id>}:released` | set of orderIds | reservations given back, so that a release happens once |
 //! | `sale:{<id>}:orders` | hash orderId → userId | every order the script admitted and its owner, so that `GET /orders/{orderId}` answers `PENDING` before the order is materialized; removed only when the reservation is given up while still pending (it never became an order, and its `Idempotency-Key` is free again), otherwise kept (one small field per admitted order, so at most the stock plus the releases; it goes with the sale's other keys) |
 //! | `sale:{<id>}:reserved` | set of userIds | the buyers who reserved (预约) a sale that requires it: the admission script lets only them order (`NOT_RESERVED` otherwise), its size is the detail page's reservation count; written after the durable reservation item, loaded from those items at every preheat |
@@ -59,6 +60,7 @@ pub struct SaleKeys {
     pub released: String,
     pub orders: String,
     pub reserved: String,
+    pub claimed: String,
 }
 
 impl SaleKeys {
@@ -72,6 +74,7 @@ impl SaleKeys {
             released: format!("{tag}:released"),
             orders: format!("{tag}:orders"),
             reserved: format!("{tag}:reserved"),
+            claimed: format!("{tag}:claimed"),
         }
     }
 }
@@ -202,6 +205,7 @@ mod tests {
             &keys.released,
             &keys.orders,
             &keys.reserved,
+            &keys.claimed,
         ] {
             assert!(key.starts_with(&format!("sale:{{{S1}}}:")), "{key}");
         }

@@ -16,8 +16,9 @@
 //! 2. [`reservation`]: a buyer's reservation (预约) of a sale that requires one, durable in
 //!    the table and listed in Redis for the admission script; the `ReservationBook` and
 //!    `ReservationList` ports. Routes: reserve, cancel, and read one's reservation.
-//! 3. [`admission`]: placing an order, what the buyer chooses at checkout; the `Admission`
-//!    (reserve, release) and `OrderPublisher` ports. Route: place an order.
+//! 3. [`admission`]: placing an order, what the buyer chooses at checkout, the seal of the
+//!    order queue's messages; the `Admission` (reserve, release) and `OrderPublisher` ports.
+//!    Route: place an order.
 //! 4. [`order`]: the order's states, materializing `OrderPlaced` events (the stock written
 //!    once per batch), the refund records an order keeps; the `OrderStore`, `Reservations`,
 //!    `PendingOrders` and `PaymentDueSink` ports. Routes: a buyer's orders.

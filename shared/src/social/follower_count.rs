@@ -112,6 +112,7 @@ mod tests {
             .map(|(id, body)| Message {
                 id: (*id).to_owned(),
                 body: body.clone(),
+                seal: None,
             })
             .collect()
     }

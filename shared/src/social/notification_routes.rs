@@ -154,6 +154,7 @@ mod tests {
             .map(|i| Message {
                 id: format!("m{i}"),
                 body: follow(&format!("e{i}"), &format!("fan{i}"), user),
+                seal: None,
             })
             .collect();
         assert!(handle_batch(&store, messages).await.is_empty());

@@ -4,7 +4,7 @@
 //! read by its owner as PENDING, then as materialized.
 
 use crate::support::{
-    batch, clients, create_queue, create_social_table, redis, template_batch_size,
+    clients, create_queue, create_social_table, redis, sealed_batch, template_batch_size,
 };
 use app::cloud::Clients;
 use app::consumer::Message;
@@ -20,7 +20,7 @@ use app::seckill::order::dynamo::DynamoOrderStore;
 use app::seckill::order::redis::RedisReservations;
 use app::seckill::order::sqs::SqsPaymentDueSink;
 use app::seckill::order::{
-    OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
+    Claim, OrderStatus, OrderStore, OrderView, PaymentMethod, Reservations, find_order,
 };
 use app::seckill::payment::timeout as payment_timeout;
 use app::seckill::payment::{Currency, Refund, RefundReason};
@@ -64,6 +64,7 @@ impl World {
         item.insert("endsAt".to_owned(), s(app::clock::format(ends_at)));
         item.insert("stockRemaining".to_owned(), n(dynamo_stock));
         item.insert("perUserLimit".to_owned(), n(per_user_limit));
+        item.insert("priceCents".to_owned(), n(990));
         clients
             .dynamodb
             .put_item()
@@ -138,6 +139,7 @@ impl World {
             store: &self.store,
             reservations: &self.reservations,
             payments: &self.payments,
+            seal: app::seckill::admission::seal::Seal::for_tests(),
         }
     }
 
@@ -270,7 +272,7 @@ impl World {
 
     /// Runs the order consumer on `bodies`, which must all succeed.
     async fn consume(&self, bodies: &[String]) {
-        let failed = consumer::handle_batch(self.deps(), batch(bodies)).await;
+        let failed = consumer::handle_batch(self.deps(), sealed_batch(bodies)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
 
@@ -336,6 +338,7 @@ impl World {
                 messages.push(Message {
                     id: received.message_id,
                     body: received.body,
+                    seal: None,
                 });
             }
         }
@@ -380,7 +383,7 @@ async fn a_full_batch_of_orders_of_distinct_buyers_commits_within_dynamodbs_tran
         world.reserve(&order, &user, 0).await;
         bodies.push(world.placed(&order, &user));
     }
-    let failed = consumer::handle_batch(world.deps(), batch(&bodies)).await;
+    let failed = consumer::handle_batch(world.deps(), sealed_batch(&bodies)).await;
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(world.dynamo_stock().await, 0);
     assert_eq!(world.status(&format!("o{}", size - 1)).await, "CONFIRMED");
@@ -628,16 +631,21 @@ async fn an_order_released_before_it_arrives_is_rejected_and_a_claimed_one_is_no
     world.reserve("late", "alice", 1_000).await;
     world.reserve("inflight", "bob", 1_000).await;
     world.reserve("ok", "carol", 100_000).await;
-    let released = world
-        .reservations
-        .claim(&world.sale, &[world.oid("inflight")])
-        .await
-        .unwrap();
-    assert!(released.is_empty());
+    let ids = [world.oid("inflight"), world.oid("never")];
+    let claims = world.reservations.claim(&world.sale, &ids).await.unwrap();
+    assert!(
+        matches!(&claims[..], [Claim::Held(held), Claim::Unknown]
+            if held.user_id == "bob" && held.units == 1 && held.reserved_at_ms == 1_000),
+        "{claims:?}"
+    );
     let summary = world.reconcile_at(110_000).await;
     assert_eq!(summary.released, 1);
     assert_eq!(world.released().await, ["late"]);
     assert_eq!(world.redis_stock().await, 3);
+    // Claimed, "inflight" is answered again; "late" was given back.
+    let ids = [world.oid("late"), world.oid("inflight")];
+    let again = world.reservations.claim(&world.sale, &ids).await.unwrap();
+    assert_eq!(again, [Claim::Released, claims[0].clone()]);
 
     let bodies = world.bodies(&[("late", "alice"), ("inflight", "bob"), ("ok", "carol")]);
     for _ in 0..2 {

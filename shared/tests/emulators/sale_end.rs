@@ -2,7 +2,7 @@
 //! stop at the end, every admitted order is still materialized, no unit is lost or sold twice,
 //! and the home page's listing and the sale's detail agree that it ended.
 
-use crate::support::{batch, clients, create_queue, create_social_table, redis, unique};
+use crate::support::{clients, create_queue, create_social_table, redis, sealed_batch, unique};
 use app::clock::epoch_ms;
 use app::ids::{OrderId, SaleId, UserId};
 use app::queue::Queue;
@@ -135,6 +135,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         store: &orders,
         reservations: &reservations,
         payments: &payments,
+        seal: app::seckill::admission::seal::Seal::for_tests(),
     };
     let bodies: Vec<String> = admitted
         .iter()
@@ -144,7 +145,7 @@ async fn ending_a_sale_while_orders_are_in_flight_loses_and_oversells_nothing() 
         })
         .collect();
     for chunk in bodies.chunks(20) {
-        let failed = consumer::handle_batch(deps, batch(chunk)).await;
+        let failed = consumer::handle_batch(deps, sealed_batch(chunk)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
     for reservation in &admitted {

@@ -2,7 +2,7 @@
 //! delivery, cancelled and rejected through the real adapters, then summed from the sharded
 //! sale-orders index (gsi3) and the refunds due, never a scan.
 
-use crate::support::{batch, clients, create_commerce_table, redis};
+use crate::support::{clients, create_commerce_table, redis, sealed_batch};
 use app::ids::{OrderId, SaleId, UserId};
 use app::once::Unit;
 use app::seckill::admission::Holder;
@@ -100,6 +100,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         store: &store,
         reservations: &reservations,
         payments: &NoPayments,
+        seal: app::seckill::admission::seal::Seal::for_tests(),
     };
     // Six orders of 8 units, which land in several of the index's partitions.
     let buyers: Vec<(OrderId, String, u32, &str)> = [
@@ -121,7 +122,7 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         reserve(&redis, &sale, order.as_str(), user, i64::from(*units)).await;
         bodies.push(placed(&sale, order.as_str(), user, *units, method));
     }
-    let failed = consumer::handle_batch(deps, batch(&bodies)).await;
+    let failed = consumer::handle_batch(deps, sealed_batch(&bodies)).await;
     assert!(failed.is_empty(), "{failed:?}");
     // 8 units taken by 6 orders; gus finds DynamoDB's stock exhausted: rejected.
     let rejected = OrderId::generate(&sale);
@@ -130,10 +131,11 @@ async fn a_sales_figures_sum_its_orders_by_status_from_every_shard_and_its_refun
         store: &store,
         reservations: &reservations,
         payments: &NoPayments,
+        seal: app::seckill::admission::seal::Seal::for_tests(),
     };
     let failed = consumer::handle_batch(
         deps,
-        batch(&[placed(&sale, rejected.as_str(), "gus", 1, "ONLINE")]),
+        sealed_batch(&[placed(&sale, rejected.as_str(), "gus", 1, "ONLINE")]),
     )
     .await;
     assert!(failed.is_empty(), "{failed:?}");

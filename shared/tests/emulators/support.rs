@@ -181,3 +181,8 @@ pub fn template_batch_size(function: &str) -> usize {
 pub fn batch(bodies: &[String]) -> Vec<Message> {
     Message::numbered(bodies)
 }
+
+/// [`batch`], each body sealed as the order route seals it.
+pub fn sealed_batch(bodies: &[String]) -> Vec<Message> {
+    Message::sealed(bodies, app::seckill::admission::seal::Seal::for_tests())
+}

@@ -50,6 +50,7 @@ fn alarms_on_the_projects_metrics_name_metrics_the_code_writes() {
     let template = yaml("template.yaml");
     let written = [
         emf::name::ADMIN_TOKENS_REFUSED,
+        emf::name::ORDERS_REFUSED,
         emf::name::OLDEST_REFUND_DUE_AGE,
         emf::name::REFUNDS_OUTSTANDING,
         emf::name::REFUNDS_DUE,

@@ -31,6 +31,8 @@ const SALE_INDEX: &str = "${CommerceTable.Arn}/index/gsi3";
 const PAYMENT_SECRET: &str = "Ref PaymentWebhookSecret";
 /// The cache's AUTH token, read at cold start by every function that uses Redis.
 const REDIS_SECRET: Grant = ("Ref RedisAuthSecret", &["secretsmanager:GetSecretValue"]);
+/// The key that seals the order queue's messages: place-order and the order consumer only.
+const ORDER_SEAL: Grant = ("Ref OrderSealSecret", &["secretsmanager:GetSecretValue"]);
 /// Only with `EnablePaymentSandbox=true` (a statement under `!If [HasPaymentSandbox, ...]`
 /// where the function exists without it).
 const SANDBOX_SECRET: &str = "Ref PaymentSandboxSecret";
@@ -196,7 +198,11 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // EVALSHA in Redis, SendMessage of OrderPlaced.
     (
         "PlaceOrderFunction",
-        &[REDIS_SECRET, ("OrderQueue.Arn", &["sqs:SendMessage"])],
+        &[
+            REDIS_SECRET,
+            ORDER_SEAL,
+            ("OrderQueue.Arn", &["sqs:SendMessage"]),
+        ],
     ),
     // confirm_orders / reject_orders (transactions of Puts and the sale's Update), order and
     // stock_remaining (GetItem), PaymentDue (SendMessage).
@@ -204,6 +210,7 @@ const EXPECTED: &[(&str, &[Grant])] = &[
         "OrderConsumerFunction",
         &[
             REDIS_SECRET,
+            ORDER_SEAL,
             ("OrderConsumerLogGroup.Arn", &LOGS),
             (
                 COMMERCE,
@@ -759,105 +766,105 @@ fn the_checks_catch_what_they_are_for() {
     assert_eq!(resource_text(&tagged), "${CommerceTable.Arn}/index/gsi1");
 }
 
-/// The page queue takes messages from publish-sale's role only: each message makes the page
-/// writer publish a page on the shop's origin, so the queue's own policy denies `SendMessage`
-/// to every other principal of the account, whatever their IAM policies allow (issue 29,
-/// item 8). SAM names the role it makes for a function without `Role` `<LogicalId>Role`.
+/// Every queue a role sends to takes messages from the roles the template grants
+/// `SendMessage` on it, and from no other principal of the account, whatever their own IAM
+/// policies allow (the redrive role, a parameter, aside): a message on the order queue is an
+/// order (issue 40, item 3), on the page queue a page published on the shop's origin (issue
+/// 29, item 8). SAM names the role it makes for a function without `Role` `<LogicalId>Role`.
 #[test]
-fn only_publish_sale_may_send_to_the_sale_page_queue() {
+fn each_queue_takes_messages_from_its_producers_roles_only() {
     let template = yaml("template.yaml");
     let resources = entries(&template, "Resources");
-    let publish = resources
-        .iter()
-        .find(|(name, _)| *name == "PublishSaleFunction")
-        .map(|(_, resource)| *resource)
-        .expect("PublishSaleFunction");
-    assert!(
-        publish["Properties"].get("Role").is_none(),
-        "publish-sale's role is SAM's PublishSaleFunctionRole"
-    );
-    assert!(
-        resources
-            .iter()
-            .all(|(name, _)| *name != "PublishSaleFunctionRole"),
-        "SAM makes PublishSaleFunctionRole; the template must not declare one"
-    );
-    let role = "PublishSaleFunctionRole.Arn";
-
-    let policies: Vec<&Value> = resources
-        .iter()
-        .filter(|(_, resource)| resource["Type"] == "AWS::SQS::QueuePolicy")
-        .filter(|(_, resource)| {
-            strings(&resource["Properties"]["Queues"])
-                .into_iter()
-                .any(|queue| resource_text(queue) == "Ref SalePageQueue")
-        })
-        .map(|(_, resource)| &resource["Properties"]["PolicyDocument"])
-        .collect();
-    assert_eq!(policies.len(), 1, "one QueuePolicy on SalePageQueue");
-    let statements = strings(&policies[0]["Statement"]);
-    let sends = |statement: &Value| {
-        strings(&statement["Action"])
-            .into_iter()
-            .any(|action| matches!(action.as_str(), Some("sqs:SendMessage" | "sqs:*" | "*")))
-    };
-    let mut allowed = false;
-    let mut denied = false;
-    for statement in statements {
-        assert_eq!(
-            resource_text(&statement["Resource"]),
-            "SalePageQueue.Arn",
-            "{statement:?}"
-        );
-        match statement["Effect"].as_str() {
-            Some("Allow") => {
-                // Nothing but SendMessage, and to publish-sale's role only.
-                let actions = strings(&statement["Action"]);
-                assert_eq!(actions.len(), 1, "{statement:?}");
-                assert_eq!(
-                    actions[0].as_str(),
-                    Some("sqs:SendMessage"),
-                    "{statement:?}"
-                );
-                assert_eq!(
-                    resource_text(&statement["Principal"]["AWS"]),
-                    role,
-                    "{statement:?}"
-                );
-                allowed = true;
+    // queue -> the roles granted SendMessage on it.
+    let mut senders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (function, grants) in granted() {
+        let properties = &template["Resources"][function.as_str()]["Properties"];
+        let role = match properties.get("Role") {
+            Some(role) => resource_text(role),
+            None => format!("{function}Role.Arn"),
+        };
+        for (resource, actions) in grants {
+            if actions.contains("sqs:SendMessage") {
+                let queue = resource
+                    .strip_suffix(".Arn")
+                    .expect("a queue's Arn")
+                    .to_owned();
+                senders.entry(queue).or_default().insert(role.clone());
             }
-            Some("Deny") if sends(statement) => {
-                assert_eq!(statement["Principal"], "*", "{statement:?}");
-                let condition = &statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"];
-                assert_eq!(
-                    resource_text(condition),
-                    role,
-                    "the Deny spares publish-sale's role and no one else: {statement:?}"
-                );
-                assert_eq!(
-                    statement["Condition"].as_mapping().map(|m| m.len()),
-                    Some(1),
-                    "{statement:?}"
-                );
-                denied = true;
-            }
-            other => panic!("unexpected statement ({other:?}): {statement:?}"),
         }
     }
-    assert!(
-        allowed && denied,
-        "an Allow for the role and a Deny for everyone else"
+    for queue in [
+        "OrderQueue",
+        "SalePageQueue",
+        "NotificationQueue",
+        "RelayFailureQueue",
+    ] {
+        assert!(senders.contains_key(queue), "{queue}: {senders:?}");
+    }
+    assert_eq!(
+        senders["OrderQueue"],
+        BTreeSet::from(["PlaceOrderFunctionRole.Arn".to_owned()])
     );
-
-    // And no function's own policy grants a send there but publish-sale's.
-    let senders: Vec<String> = granted()
-        .into_iter()
-        .filter(|(_, grants)| {
-            grants
-                .get("SalePageQueue.Arn")
-                .is_some_and(|actions| actions.contains("sqs:SendMessage"))
-        })
-        .map(|(name, _)| name)
-        .collect();
-    assert_eq!(senders, ["PublishSaleFunction"]);
+    for (queue, roles) in &senders {
+        let policies: Vec<&Value> = resources
+            .iter()
+            .filter(|(_, resource)| resource["Type"] == "AWS::SQS::QueuePolicy")
+            .filter(|(_, resource)| {
+                strings(&resource["Properties"]["Queues"])
+                    .into_iter()
+                    .any(|q| resource_text(q) == format!("Ref {queue}"))
+            })
+            .map(|(_, resource)| &resource["Properties"]["PolicyDocument"])
+            .collect();
+        assert_eq!(policies.len(), 1, "one QueuePolicy on {queue}");
+        let arn = format!("{queue}.Arn");
+        let (mut allowed, mut denied) = (BTreeSet::new(), false);
+        for statement in strings(&policies[0]["Statement"]) {
+            assert_eq!(resource_text(&statement["Resource"]), arn, "{statement:?}");
+            let actions: Vec<_> = strings(&statement["Action"])
+                .into_iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(actions, ["sqs:SendMessage"], "{queue}: {statement:?}");
+            match statement["Effect"].as_str() {
+                Some("Allow") => {
+                    for principal in strings(&statement["Principal"]["AWS"]) {
+                        allowed.insert(resource_text(principal));
+                    }
+                }
+                Some("Deny") => {
+                    assert_eq!(statement["Principal"], "*", "{statement:?}");
+                    assert_eq!(
+                        statement["Condition"].as_mapping().map(|m| m.len()),
+                        Some(1),
+                        "{statement:?}"
+                    );
+                    let spared: BTreeSet<String> =
+                        strings(&statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"])
+                            .into_iter()
+                            .map(|principal| match principal {
+                                // `!If [HasQueueRedriveRole, <the role>, !Ref AWS::NoValue]`
+                                Value::Tagged(tagged) if tagged.tag == "If" => {
+                                    resource_text(&tagged.value[1])
+                                }
+                                other => resource_text(other),
+                            })
+                            .collect();
+                    let mut expected = roles.clone();
+                    expected.insert("Ref QueueRedriveRoleArn".to_owned());
+                    assert_eq!(
+                        spared, expected,
+                        "{queue}: the Deny spares its producers and the redrive role only"
+                    );
+                    denied = true;
+                }
+                other => panic!("unexpected statement ({other:?}): {statement:?}"),
+            }
+        }
+        assert_eq!(
+            &allowed, roles,
+            "{queue}: an Allow for its producers' roles"
+        );
+        assert!(denied, "{queue}: a Deny for everyone else");
+    }
 }

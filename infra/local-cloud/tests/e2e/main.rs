@@ -23,6 +23,7 @@ mod payment;
 mod redis_loss;
 mod reliability;
 mod reservation;
+mod sealed;
 mod seckill;
 mod shop;
 mod support;

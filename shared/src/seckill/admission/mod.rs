@@ -17,6 +17,7 @@ pub mod checkout;
 pub(crate) mod fake;
 pub mod redis;
 pub mod routes;
+pub mod seal;
 pub mod sqs;
 
 use crate::events::{Envelope, ORDER_PLACED, OrderPlaced};

@@ -274,9 +274,10 @@ mod tests {
             store,
             reservations: cache,
             payments: &MemoryPayments::default(),
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
         let body = placed_units(&id, S1, user, units, Some(method));
-        let failed = handle_batch(deps, crate::testing::batch(&[body])).await;
+        let failed = handle_batch(deps, crate::testing::sealed_batch(&[body])).await;
         assert!(failed.is_empty(), "{failed:?}");
         id
     }

@@ -2,7 +2,14 @@
 //! sale's stock item once per batch (it is the hottest item of a sale), never overselling.
 //!
 //! Per sale and batch: first one Redis round trip (`claim.lua`, via [`Reservations::claim`])
-//! takes the orders over from the `pending` worklist, atomically against `release.lua`. An
+//! takes the orders over from the `pending` worklist, atomically against `release.lua`, and
+//! answers what Redis holds of each. The consumer materializes that and the sale's price, not
+//! what a message says: an order whose reservation names another buyer or quantity than its
+//! message, or that Redis knows nothing of, is refused (handed back, and in the end the DLQ's:
+//! `OrdersRefused`, `ForgedOrderAlarm`) and writes nothing, unless the message carries the
+//! order route's seal ([`crate::seckill::admission::seal`]): a sealed order that Redis forgot (it lost its
+//! data after the admission) is still materialized, under DynamoDB's guards. A seal that does
+//! not verify is refused whatever Redis holds. An
 //! order whose unit was already released (the reconciliation gave it up after its grace
 //! period while the queue lagged, or the order route after a send that failed ambiguously) is
 //! put as REJECTED, with no stock change and no further release: its unit is back in Redis
@@ -40,11 +47,12 @@ use crate::emf;
 use crate::ids::{OrderId, SaleId, UserId};
 use crate::once::{Through, Unit, apply_once, merge};
 use crate::seckill::admission::Holder;
+use crate::seckill::admission::seal::Seal;
 use crate::seckill::order::{
-    ConfirmRejected, DueOrder, NewOrder, OrderStatus, OrderStore, PaymentDueSink, Reservations,
-    parse_order_placed,
+    Claim, ConfirmRejected, DueOrder, NewOrder, OrderStatus, OrderStore, PaymentDueSink,
+    Reservations, parse_order_placed,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// How often one chunk may meet a failed stock or limit condition that the fresh read does
 /// not explain (a concurrent cancellation gave units back) before it is retried later.
@@ -56,13 +64,32 @@ pub struct OrderDeps<'a> {
     pub store: &'a dyn OrderStore,
     pub reservations: &'a dyn Reservations,
     pub payments: &'a dyn PaymentDueSink,
+    /// What the order route seals its messages with.
+    pub seal: &'a Seal,
 }
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
 #[tracing::instrument(skip_all, fields(messages = messages.len()))]
 pub async fn handle_batch(deps: OrderDeps<'_>, messages: Vec<Message>) -> Vec<String> {
-    let parsed = parse_each(messages, parse_order_placed);
-    let mut failed = parsed.refused;
+    let mut failed = Vec::new();
+    let mut sealed = HashSet::new();
+    let mut unrefused = Vec::with_capacity(messages.len());
+    for message in messages {
+        match &message.seal {
+            Some(seal) if deps.seal.verifies(&message.body, seal) => {
+                sealed.insert(message.id.clone());
+                unrefused.push(message);
+            }
+            Some(_) => {
+                tracing::warn!(message_id = %message.id, reason = "BAD_SEAL", "refusing an order message whose seal does not verify");
+                emf::orders_refused(1);
+                failed.push(message.id);
+            }
+            None => unrefused.push(message),
+        }
+    }
+    let parsed = parse_each(unrefused, parse_order_placed);
+    failed.extend(parsed.refused);
     let mut sales: Vec<(SaleId, Vec<Unit<NewOrder>>)> = Vec::new();
     for (message, order) in parsed.events {
         let unit = Unit::new(order.order_id.to_string(), message, order);
@@ -75,7 +102,7 @@ pub async fn handle_batch(deps: OrderDeps<'_>, messages: Vec<Message>) -> Vec<St
         }
     }
     for (sale_id, units) in sales {
-        failed.extend(materialize_sale(deps, &sale_id, units).await);
+        failed.extend(materialize_sale(deps, &sale_id, units, &sealed).await);
     }
     failed
 }
@@ -89,28 +116,68 @@ struct Sorted {
     failed: Vec<String>,
 }
 
-/// Materializes one sale's orders; returns the messages to retry.
-#[tracing::instrument(skip(deps, units), fields(orders = units.len()))]
+/// Why an order message is refused, as `OrdersRefused` counts it.
+fn refusal(claim: &Claim, unit: &Unit<NewOrder>, sealed: bool) -> Option<&'static str> {
+    match claim {
+        // Its REJECTED item would name the message's buyer.
+        Claim::Released => (!sealed).then_some("NO_RESERVATION"),
+        Claim::Held(held) => (held.user_id != unit.payload.user_id.as_str()
+            || held.units != unit.payload.quantity)
+            .then_some("MISMATCH"),
+        Claim::Unknown => (!sealed).then_some("NO_RESERVATION"),
+    }
+}
+
+/// Materializes one sale's orders; returns the messages to retry. `sealed` holds the ids of
+/// the messages whose seal verified.
+#[tracing::instrument(skip(deps, units, sealed), fields(orders = units.len()))]
 async fn materialize_sale(
     deps: OrderDeps<'_>,
     sale_id: &SaleId,
     units: Vec<Unit<NewOrder>>,
+    sealed: &HashSet<String>,
 ) -> Vec<String> {
-    let units = merge(units);
-    let order_ids: Vec<OrderId> = units
-        .iter()
-        .map(|unit| unit.payload.order_id.clone())
-        .collect();
-    let released = match deps.reservations.claim(sale_id, &order_ids).await {
-        Ok(released) => released,
+    let mut order_ids: Vec<OrderId> = Vec::new();
+    for unit in &units {
+        if !order_ids.contains(&unit.payload.order_id) {
+            order_ids.push(unit.payload.order_id.clone());
+        }
+    }
+    let claims: HashMap<OrderId, Claim> = match deps.reservations.claim(sale_id, &order_ids).await {
+        Ok(claims) => order_ids.into_iter().zip(claims).collect(),
         Err(err) => {
             tracing::error!(error = ?err, "failed to claim the reservations in Redis");
             return units.into_iter().flat_map(|unit| unit.messages).collect();
         }
     };
-    let (withdrawn, mut rest): (Vec<_>, Vec<_>) = units
+    // Each message on its own, before duplicates are merged: a forged copy of an order must
+    // not take the genuine message down with it.
+    let mut vouched = Vec::new();
+    let mut refused = Vec::new();
+    for unit in units {
+        let claim = &claims[&unit.payload.order_id];
+        let is_sealed = unit.messages.iter().all(|id| sealed.contains(id));
+        if let Some(reason) = refusal(claim, &unit, is_sealed) {
+            tracing::warn!(
+                %sale_id,
+                order_id = %unit.marker,
+                reason,
+                ?claim,
+                "refusing an order message that no reservation in Redis and no seal vouches for"
+            );
+            emf::orders_refused(1);
+            refused.extend(unit.messages);
+        } else {
+            vouched.push(unit);
+        }
+    }
+    let mut released = HashSet::new();
+    let (withdrawn, mut rest): (Vec<_>, Vec<_>) = merge(vouched)
         .into_iter()
-        .partition(|unit| released.contains(&unit.payload.order_id));
+        .partition(|unit| claims[&unit.payload.order_id] == Claim::Released);
+    for unit in &withdrawn {
+        released.insert(unit.payload.order_id.clone());
+    }
     if !withdrawn.is_empty() {
         tracing::warn!(
             %sale_id,
@@ -119,10 +186,18 @@ async fn materialize_sale(
         );
     }
 
-    let mut sorted = Sorted::default();
+    let mut sorted = Sorted {
+        failed: refused,
+        ..Sorted::default()
+    };
     if !rest.is_empty() {
         match deps.store.sale_guards(sale_id).await {
             Ok(Some(guards)) => {
+                // The sale's price, which no longer changes once it is published, not the
+                // message's.
+                for unit in &mut rest {
+                    unit.payload.price_cents = guards.price_cents;
+                }
                 while !rest.is_empty() {
                     let chunk = next_chunk(&mut rest, deps.store);
                     confirm_chunk(
@@ -387,9 +462,71 @@ async fn confirm_chunk(
 mod tests {
     use super::*;
     use crate::seckill::order::fake::{
-        GHOST, S1, S2, World, oid, order_name, placed, placed_later, placed_units,
+        GHOST, PRICE_CENTS, S1, S2, World, oid, order_name, placed, placed_later, placed_units,
     };
-    use crate::testing::batch;
+    use crate::testing::sealed_batch;
+
+    /// `body` with the unit price `cents`.
+    fn priced(body: &str, cents: u64) -> String {
+        let mut body: serde_json::Value = serde_json::from_str(body).unwrap();
+        body["payload"]["priceCents"] = cents.into();
+        body.to_string()
+    }
+
+    #[tokio::test]
+    async fn an_order_no_reservation_or_seal_vouches_for_is_refused_and_writes_nothing() {
+        let world = World::new(S1, 10);
+        world.reservations.reserve(S1, "o1", "a");
+        let mut messages = crate::testing::batch(&[
+            // a's reservation, claimed for mallory.
+            priced(&placed("o1", S1, "mallory"), 1),
+            // An order nobody was admitted with.
+            priced(&placed("o9", S1, "mallory"), 1),
+            // a's own order, unsealed: the reservation vouches for it, not its price.
+            priced(&placed("o1", S1, "a"), 1),
+            // A seal that does not verify.
+            placed("o8", S1, "mallory"),
+        ]);
+        messages[3].seal = Some("bm90IHRoZSBzZWFs".to_owned());
+        let mut refused = handle_batch(world.deps(), messages).await;
+        refused.sort();
+        assert_eq!(refused, ["m0", "m1", "m3"]);
+        assert_eq!(world.store.orders(), 1);
+        assert_eq!(world.store.stock(S1), 9);
+        let order = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
+        assert_eq!(order.user_id.as_str(), "a");
+        assert_eq!(order.price_cents, PRICE_CENTS, "the sale's price");
+        assert_eq!(order.status, OrderStatus::Confirmed);
+        // Claimed, it is vouched for again when its message comes back, for a only.
+        let again = crate::testing::batch(&[placed("o1", S1, "a"), placed("o1", S1, "b")]);
+        assert_eq!(handle_batch(world.deps(), again).await, ["m1"]);
+        assert_eq!(world.store.orders(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_sealed_order_that_redis_forgot_is_confirmed_under_dynamodbs_guards() {
+        let world = World::new(S1, 1);
+        // Admitted, then Redis lost its data: no reservation is left of either.
+        let bodies = [
+            priced(&placed("o1", S1, "a"), 1),
+            placed_later("o2", S1, "b", 5),
+        ];
+        assert!(
+            handle_batch(world.deps(), sealed_batch(&bodies))
+                .await
+                .is_empty()
+        );
+        assert_eq!(world.store.status("o1"), Some(OrderStatus::Confirmed));
+        assert_eq!(world.store.status("o2"), Some(OrderStatus::Rejected));
+        assert_eq!(world.store.stock(S1), 0);
+        let order = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
+        assert_eq!(order.price_cents, PRICE_CENTS);
+        // Unsealed, the same orders would have been refused.
+        let world = World::new(S1, 1);
+        let refused = handle_batch(world.deps(), crate::testing::batch(&bodies)).await;
+        assert_eq!(refused, ["m0", "m1"]);
+        assert_eq!(world.store.orders(), 0);
+    }
 
     #[tokio::test]
     async fn a_batch_writes_each_sale_once_and_redelivery_changes_nothing() {
@@ -405,7 +542,10 @@ mod tests {
         for (o, s, u) in [("o1", S1, "a"), ("o2", S1, "b"), ("o3", S2, "c")] {
             world.reservations.reserve(s, o, u);
         }
-        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m4"]);
+        assert_eq!(
+            handle_batch(world.deps(), sealed_batch(&bodies)).await,
+            ["m4"]
+        );
         assert_eq!(world.store.stock(S1), 8);
         assert_eq!(world.store.stock(S2), 9);
         assert_eq!(world.store.sale_writes(), 2);
@@ -413,7 +553,10 @@ mod tests {
         assert!(world.reservations.pending_of(S1).is_empty());
         assert_eq!(world.payments.sent().len(), 3);
 
-        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m4"]);
+        assert_eq!(
+            handle_batch(world.deps(), sealed_batch(&bodies)).await,
+            ["m4"]
+        );
         assert_eq!(world.store.stock(S1), 8);
         assert_eq!(world.store.sale_writes(), 2);
         assert_eq!(world.store.orders(), 3);
@@ -545,7 +688,10 @@ mod tests {
         world.reservations.reserve(S1, "o1", "a");
         world.payments.fail(true);
         let bodies = [placed("o1", S1, "a")];
-        assert_eq!(handle_batch(world.deps(), batch(&bodies)).await, ["m0"]);
+        assert_eq!(
+            handle_batch(world.deps(), sealed_batch(&bodies)).await,
+            ["m0"]
+        );
         world.payments.fail(false);
         world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 4);

@@ -454,7 +454,7 @@ impl OrderStore for DynamoOrderStore {
     #[tracing::instrument(level = "debug", skip(self))]
     async fn sale_guards(&self, sale_id: &SaleId) -> Result<Option<SaleGuards>, OrderStoreError> {
         let item = self
-            .sale_attributes(sale_id, "stockRemaining, perUserLimit")
+            .sale_attributes(sale_id, "stockRemaining, perUserLimit, priceCents")
             .await?;
         let Some(item) = item else {
             return Ok(None);
@@ -462,6 +462,7 @@ impl OrderStore for DynamoOrderStore {
         Ok(Some(SaleGuards {
             stock_remaining: get_n(&item, "stockRemaining").map_err(anyhow::Error::from)?,
             per_user_limit: get_n(&item, "perUserLimit").map_err(anyhow::Error::from)?,
+            price_cents: get_n(&item, "priceCents").map_err(anyhow::Error::from)?,
         }))
     }
 

@@ -13,15 +13,15 @@ use crate::seckill::order::refund::{
     OrderRefund, Outstanding, RefundPage, RefundRecord, RefundState,
 };
 use crate::seckill::order::{
-    AdmittedOrder, ConfirmRejected, DueOrder, HeldOrder, LiveSale, LiveSales, NewOrder, Order,
-    OrderLimits, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueError,
+    AdmittedOrder, Claim, ConfirmRejected, DueOrder, HeldOrder, LiveSale, LiveSales, NewOrder,
+    Order, OrderLimits, OrderPage, OrderStatus, OrderStore, OrderStoreError, PaymentDueError,
     PaymentDueSink, PaymentMethod, PendingError, PendingOrders, PendingReservation, Reservations,
     ReservationsError, SaleGuards,
 };
 use async_trait::async_trait;
 use lambda_http::Request;
 use lambda_http::RequestExt;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 /// Sale ids (UUIDs).
@@ -64,6 +64,9 @@ pub(crate) fn order_name(id: &str) -> String {
 }
 
 /// An `OrderPlaced` v1 message body (`order` as [`order_id`] spells it).
+/// The unit price of every sale of the fake store, and of [`placed`]'s orders.
+pub(crate) const PRICE_CENTS: u64 = 990;
+
 pub(crate) fn placed(order: &str, sale: &str, user: &str) -> String {
     serde_json::json!({"type": "OrderPlaced", "version": 1, "id": format!("ev-{order}"),
         "occurredAt": "2026-11-30T18:00:00Z",
@@ -127,10 +130,12 @@ pub(crate) async fn add_awaiting_payment(
         store,
         reservations,
         payments: &MemoryPayments::default(),
+        seal: crate::seckill::admission::seal::Seal::for_tests(),
     };
     let body = placed_units(order, S1, user, 2, Some("ONLINE"));
     let failed =
-        crate::seckill::order::consumer::handle_batch(deps, crate::testing::batch(&[body])).await;
+        crate::seckill::order::consumer::handle_batch(deps, crate::testing::sealed_batch(&[body]))
+            .await;
     assert!(failed.is_empty(), "{failed:?}");
     let owner = UserId::parse(user).unwrap();
     let opened = (store.open_payment(&oid(S1, order), &owner, payment).await).unwrap();
@@ -412,6 +417,7 @@ impl OrderStore for MemoryOrders {
             .map(|sale| SaleGuards {
                 stock_remaining: sale.stock,
                 per_user_limit: sale.per_user_limit,
+                price_cents: PRICE_CENTS,
             }))
     }
 
@@ -685,6 +691,8 @@ struct RedisSale {
     bought: HashMap<String, i64>,
     /// Order id → (user, reserved at, units).
     pending: BTreeMap<String, (String, i64, u32)>,
+    /// What the consumer claimed from `pending` (the `claimed` hash).
+    claimed: BTreeMap<String, (String, i64, u32)>,
     released: BTreeSet<String>,
     /// Every admitted order's owner (the `orders` hash): never removed.
     owners: BTreeMap<String, String>,
@@ -795,18 +803,29 @@ impl Reservations for MemoryReservations {
         &self,
         sale_id: &SaleId,
         order_ids: &[OrderId],
-    ) -> Result<HashSet<OrderId>, ReservationsError> {
+    ) -> Result<Vec<Claim>, ReservationsError> {
         let mut sales = self.sales.lock().unwrap();
         let sale = sales.entry(sale_id.to_string()).or_default();
-        let mut released = HashSet::new();
+        let mut claims = Vec::new();
         for id in order_ids {
             if sale.released.contains(id.as_str()) {
-                released.insert(id.clone());
-            } else {
-                sale.pending.remove(id.as_str());
+                claims.push(Claim::Released);
+                continue;
             }
+            if let Some(entry) = sale.pending.remove(id.as_str()) {
+                sale.claimed.insert(id.to_string(), entry);
+            }
+            claims.push(match sale.claimed.get(id.as_str()) {
+                Some((user, at, units)) => Claim::Held(PendingReservation {
+                    order_id: id.clone(),
+                    user_id: user.clone(),
+                    reserved_at_ms: *at,
+                    units: *units,
+                }),
+                None => Claim::Unknown,
+            });
         }
-        Ok(released)
+        Ok(claims)
     }
 
     async fn release(
@@ -935,15 +954,20 @@ pub(crate) async fn seeded(orders: &[(&str, &str)]) -> MemoryOrders {
     let payments = MemoryPayments::default();
     let messages = orders
         .iter()
-        .map(|(order, user)| Message {
-            id: (*order).to_owned(),
-            body: placed(order, S1, user),
+        .map(|(order, user)| {
+            let body = placed(order, S1, user);
+            Message {
+                id: (*order).to_owned(),
+                seal: Some(crate::seckill::admission::seal::Seal::for_tests().sign(&body)),
+                body,
+            }
         })
         .collect();
     let deps = order_consumer::OrderDeps {
         store: &store,
         reservations: &reservations,
         payments: &payments,
+        seal: crate::seckill::admission::seal::Seal::for_tests(),
     };
     assert!(
         order_consumer::handle_batch(deps, messages)
@@ -983,6 +1007,7 @@ impl World {
             store: &self.store,
             reservations: &self.reservations,
             payments: &self.payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         }
     }
 
@@ -1001,7 +1026,8 @@ impl World {
 
     /// Runs the consumer on `bodies`, which must all succeed.
     pub(crate) async fn consume(&self, bodies: &[String]) {
-        let failed = order_consumer::handle_batch(self.deps(), crate::testing::batch(bodies)).await;
+        let failed =
+            order_consumer::handle_batch(self.deps(), crate::testing::sealed_batch(bodies)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
 }

@@ -27,7 +27,6 @@ use crate::seckill::order::refund::Refund;
 use crate::seckill::order::refund::{Outstanding, RefundPage, RefundRecord};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 
 /// How many units one call of each of [`OrderStore`]'s commits takes.
 #[derive(Clone, Copy, Debug)]
@@ -277,6 +276,8 @@ pub struct LiveSales {
 pub struct SaleGuards {
     pub stock_remaining: i64,
     pub per_user_limit: u32,
+    /// The unit price, fixed once the sale is published: what every order of it costs.
+    pub price_cents: u64,
 }
 
 /// Why [`OrderStore::confirm_orders`] did not commit; nothing was written.
@@ -407,6 +408,19 @@ pub struct PendingReservation {
     pub units: u32,
 }
 
+/// What Redis holds of an order the consumer claims ([`Reservations::claim`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Its units were given back: the order must be REJECTED.
+    Released,
+    /// Its reservation, pending until this claim or claimed before: who holds it and how many
+    /// units.
+    Held(PendingReservation),
+    /// Redis knows nothing of it: never admitted (a forged message), or admitted before Redis
+    /// lost its data.
+    Unknown,
+}
+
 /// Why the Redis side of the reservations failed; the cause is for the log, never the client.
 #[derive(Debug, thiserror::Error)]
 #[error("the reservations in Redis failed")]
@@ -422,15 +436,15 @@ pub trait Reservations: Send + Sync {
         order_ids: &[OrderId],
     ) -> Result<(), ReservationsError>;
     /// The order consumer takes one sale's orders over before materializing them, in one
-    /// atomic step (`claim.lua`): returns those already released (their unit was given back;
-    /// the order must be REJECTED), and removes every other one from `pending`, so that a
-    /// release without a holder no longer gives its unit back. Idempotent: an order neither
-    /// pending nor released is one this consumer claimed before.
+    /// atomic step (`claim.lua`): moves each pending one from `pending` to `claimed`, so that
+    /// a release without a holder no longer gives its unit back, and answers, one per id in
+    /// order, what Redis holds of it ([`Claim`]). Idempotent: an order claimed before answers
+    /// its reservation again.
     async fn claim(
         &self,
         sale_id: &SaleId,
         order_ids: &[OrderId],
-    ) -> Result<HashSet<OrderId>, ReservationsError>;
+    ) -> Result<Vec<Claim>, ReservationsError>;
     /// Gives the order's units back at most once per order (the `released` set): without a
     /// `holder` only a reservation still pending (its entry says how many units); with the
     /// user who holds it and its quantity, also an order confirmed since. `true` when this
@@ -606,9 +620,11 @@ pub(crate) mod tests {
             let mut placed: serde_json::Value =
                 serde_json::from_str(&placed("o1", S1, "alice")).unwrap();
             placed["payload"]["orderId"] = bad.into();
-            let failed =
-                consumer::handle_batch(world.deps(), crate::testing::batch(&[placed.to_string()]))
-                    .await;
+            let failed = consumer::handle_batch(
+                world.deps(),
+                crate::testing::sealed_batch(&[placed.to_string()]),
+            )
+            .await;
             assert_eq!(failed, ["m0"], "{bad}");
         }
         assert_eq!(world.store.orders(), 0);

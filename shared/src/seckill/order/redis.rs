@@ -11,14 +11,15 @@ use crate::script::LuaScript;
 use crate::seckill::admission::{Admission, Holder};
 use crate::seckill::keys::SaleKeys;
 use crate::seckill::order::{
-    AdmittedOrder, PendingError, PendingOrders, PendingReservation, Reservations, ReservationsError,
+    AdmittedOrder, Claim, PendingError, PendingOrders, PendingReservation, Reservations,
+    ReservationsError,
 };
 use crate::seckill::sale::redis::RedisSales;
 use anyhow::Context;
 use async_trait::async_trait;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 const CLAIM: &str = include_str!("../lua/claim.lua");
 const CAP: &str = include_str!("../lua/cap.lua");
@@ -129,23 +130,38 @@ impl Reservations for RedisReservations {
         &self,
         sale_id: &SaleId,
         order_ids: &[OrderId],
-    ) -> Result<HashSet<OrderId>, ReservationsError> {
+    ) -> Result<Vec<Claim>, ReservationsError> {
         if order_ids.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(Vec::new());
         }
         let keys = SaleKeys::new(sale_id);
-        let script_keys = [keys.pending.as_str(), &keys.released];
-        let released: Vec<String> = self
+        let script_keys = [keys.pending.as_str(), &keys.released, &keys.claimed];
+        let answers: Vec<String> = self
             .claim
             .call(&self.connection, &script_keys, |call| {
                 call.arg(raw(order_ids));
             })
             .await
             .context("the claim script failed")?;
-        let released = released.iter().map(|id| {
-            OrderId::parse(id).with_context(|| format!("the claim script answered {id:?}"))
+        if answers.len() != order_ids.len() {
+            return Err(anyhow::anyhow!(
+                "the claim script answered {} of {} orders",
+                answers.len(),
+                order_ids.len()
+            )
+            .into());
+        }
+        let claims = order_ids.iter().zip(&answers).map(|(id, answer)| {
+            Ok(match answer.as_str() {
+                "!" => Claim::Released,
+                "" => Claim::Unknown,
+                entry => Claim::Held(
+                    parse_pending(id.as_str(), entry)
+                        .with_context(|| format!("the claim script answered {entry:?} for {id}"))?,
+                ),
+            })
         });
-        Ok(released.collect::<anyhow::Result<_>>()?)
+        Ok(claims.collect::<anyhow::Result<_>>()?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

@@ -208,10 +208,13 @@ mod tests {
             store: &store,
             reservations: &redis,
             payments: &MemoryPayments::default(),
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
+        let body = placed(&mine, S1, "alice");
         let message = Message {
             id: "m".to_owned(),
-            body: placed(&mine, S1, "alice"),
+            seal: Some(crate::seckill::admission::seal::Seal::for_tests().sign(&body)),
+            body,
         };
         assert!(
             order_consumer::handle_batch(deps, vec![message])

@@ -388,6 +388,7 @@ mod tests {
         let message = Message {
             id: "m".to_owned(),
             body: due("o2", S1),
+            seal: None,
         };
         assert!(
             payment_timeout::handle_batch(&store, &reservations, vec![message])

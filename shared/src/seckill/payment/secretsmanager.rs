@@ -1,7 +1,8 @@
-//! Secrets Manager adapter of the payment callbacks' secret: the [`WebhookSecret`] that signs
-//! the provider's notices, read at cold start ([`webhook_secret`]) or on its first use
-//! ([`SecretOnFirstUse`]).
+//! Secrets Manager adapter of the flash sale's keys: the [`WebhookSecret`] that signs the
+//! payment provider's notices, read at cold start ([`webhook_secret`]) or on its first use
+//! ([`SecretOnFirstUse`]), and the [`Seal`] of the order queue's messages ([`order_seal`]).
 
+use crate::seckill::admission::seal::Seal;
 use crate::seckill::payment::WebhookSecret;
 use aws_types::SdkConfig;
 
@@ -23,6 +24,23 @@ pub async fn webhook_secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
 ) -> Result<WebhookSecret, SecretError> {
+    key(client, arn, WebhookSecret::new).await
+}
+
+/// The key that seals the order queue's messages, from Secrets Manager.
+pub async fn order_seal(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+) -> Result<Seal, SecretError> {
+    key(client, arn, Seal::new).await
+}
+
+/// The string value of the secret `arn`, as `make` takes it (`None`: too short).
+async fn key<K>(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+    make: impl FnOnce(Vec<u8>) -> Option<K>,
+) -> Result<K, SecretError> {
     let output = client
         .get_secret_value()
         .secret_id(arn)
@@ -34,7 +52,7 @@ pub async fn webhook_secret(
         })?;
     output
         .secret_string()
-        .and_then(|value| WebhookSecret::new(value.as_bytes().to_vec()))
+        .and_then(|value| make(value.as_bytes().to_vec()))
         .ok_or_else(|| SecretError::Unusable {
             arn: arn.to_owned(),
         })

@@ -160,9 +160,10 @@ mod tests {
             store: &store,
             reservations: &reservations,
             payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
         assert!(
-            consumer::handle_batch(deps, batch(&bodies))
+            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
                 .await
                 .is_empty()
         );
@@ -211,10 +212,14 @@ mod tests {
             store: &store,
             reservations: &reservations,
             payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
         let place = async |order: &str| {
             reservations.reserve(S1, order, "a");
-            let failed = consumer::handle_batch(deps, batch(&[placed(order, S1, "a")]));
+            let failed = consumer::handle_batch(
+                deps,
+                crate::testing::sealed_batch(&[placed(order, S1, "a")]),
+            );
             assert!(failed.await.is_empty());
         };
         place("o1").await;
@@ -275,6 +280,7 @@ mod tests {
             store: &store,
             reservations: &reservations,
             payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
         reservations.reserve_units(S1, "o1", "a", 0, 3);
         reservations.reserve_units(S1, "o2", "b", 0, 2);
@@ -283,7 +289,7 @@ mod tests {
             placed_units("o2", S1, "b", 2, Some("COD")),
         ];
         assert!(
-            consumer::handle_batch(deps, batch(&bodies))
+            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
                 .await
                 .is_empty()
         );

@@ -278,12 +278,12 @@ async fn reconcile_sale(
 mod tests {
     use super::*;
     use crate::consumer::Message;
-    use crate::seckill::order::OrderStatus;
     use crate::seckill::order::consumer::{self, OrderDeps};
     use crate::seckill::order::fake::World;
     use crate::seckill::order::fake::{
         MemoryOrders, MemoryPayments, MemoryReservations, S1, oid, order_name, placed,
     };
+    use crate::seckill::order::{Claim, OrderStatus};
 
     #[test]
     fn the_grace_period_outlasts_every_retry_of_an_order_message() {
@@ -396,10 +396,13 @@ mod tests {
             store: &store,
             reservations: &reservations,
             payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
         };
+        let body = placed("done", S1, "c");
         let message = Message {
             id: "m".to_owned(),
-            body: placed("done", S1, "c"),
+            seal: Some(crate::seckill::admission::seal::Seal::for_tests().sign(&body)),
+            body,
         };
         assert!(consumer::handle_batch(deps, vec![message]).await.is_empty());
         // The consumer's confirmation got lost: "done" is still pending.
@@ -465,25 +468,15 @@ mod tests {
         // The consumer claimed it, then its commit failed: the message will come back.
         let sale = SaleId::parse(S1).unwrap();
         let ids = [oid(S1, "o1")];
+        let claims = world.reservations.claim(&sale, &ids).await.unwrap();
         assert!(
-            world
-                .reservations
-                .claim(&sale, &ids)
-                .await
-                .unwrap()
-                .is_empty()
+            matches!(&claims[..], [Claim::Held(held)] if held.user_id == "a"),
+            "{claims:?}"
         );
         let summary = reconcile_at(&world, 110_000).await;
         assert_eq!(summary.released, 0);
-        // Neither pending nor released: still the consumer's.
-        assert!(
-            world
-                .reservations
-                .claim(&sale, &ids)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        // Claimed, not released: still the consumer's, and its reservation is answered again.
+        assert_eq!(world.reservations.claim(&sale, &ids).await.unwrap(), claims);
         assert!(!(world.reservations.release(&sale, &ids[0], None).await).unwrap());
 
         let bodies = [placed("o1", S1, "a")];
