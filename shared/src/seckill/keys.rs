@@ -45,6 +45,7 @@
 //! the eight partitions, each with its key. Orders written before gsi3 existed have no gsi3
 //! keys and are not counted (see docs/operations.md).
 //! | refund | `REFUND#<paymentId>` | `ORDER#<orderId>` | gsi1 `REFUNDS#DUE` (then `REFUNDS#REFUNDED`) / `<recordedAt>#<paymentId>` | a payment that succeeded for an order that could not take it, recorded once per payment and order (`orderId`, `userId`, `amountCents`, `currency`, `reason`, `state` DUE, then REFUNDED with `refundedAt` and `providerRefundId` once an operator settled it): a notice naming the payment with another order records its own item, never blocking the genuine one; the refunds to pay back, oldest first, a keyed query of `REFUNDS#DUE`; the order item lists its refunds (`refunds`, each entry's `state` following the refund's) |
+//! | payment's refund ledger | `REFUND#<paymentId>` | `PAYMENT` | | `refundedFor`: the order whose refund of the payment an operator settled (or is settling), taken before the provider is asked, so that two refunds recorded for one payment (notices naming it with two orders) pay it back once |
 //! | reservation (预约) | `SALE#<id>#RESERVATION#<userId>` | `RESERVATION` | gsi3 `SALE#<saleId>#RESERVATIONS#<n>` / `<userId>` (`n` = [`reservation_shard`], 0 to 7) | the buyer's reservation of a sale that requires one (`reservedAt`), the durable truth that a preheat loads into Redis's `reserved` set; each its own partition, and spread over eight index partitions as orders are, so that thousands reserving at once write no hot key |
 //! | applied marker | `APPLIED#<consumer>#<eventId>` | `APPLIED` | | an event a consumer already applied |
 
@@ -135,6 +136,10 @@ pub const REFUNDS_SETTLED_PK: &str = "REFUNDS#REFUNDED";
 pub fn refund_pk(payment_id: &str) -> String {
     format!("REFUND#{payment_id}")
 }
+
+/// The sort key of a payment's refund ledger under [`refund_pk`]: `refundedFor`, the one
+/// order whose refund of the payment is paid back (a payment is refunded at most once).
+pub const PAYMENT_REFUND_SK: &str = "PAYMENT";
 
 /// A refund's sort key: the order the notice named, so that each (payment, order) pair is
 /// recorded once and one pair never blocks or overwrites another.

@@ -847,6 +847,15 @@ async fn a_refund_shows_on_its_order_is_listed_oldest_first_and_settled_once() {
         .await
         .unwrap()
         .unwrap();
+    // The payment's one refund is o1's: taken once, answered again, refused to another order.
+    for (order, holder) in [("o1", None), ("o1", None), ("o2", Some(world.oid("o1")))] {
+        let claimed = world
+            .store
+            .claim_payment_refund("pay-b", &world.oid(order))
+            .await
+            .unwrap();
+        assert_eq!(claimed, holder, "{order}");
+    }
     assert!(world.store.mark_refunded(&due, "rf-1", "t1").await.unwrap());
     assert!(!world.store.mark_refunded(&due, "rf-2", "t2").await.unwrap());
     let settled = world

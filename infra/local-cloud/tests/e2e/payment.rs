@@ -424,6 +424,32 @@ async fn a_notice_is_parsed_its_currency_compared_and_its_refund_kept_per_order(
         (200, Some("PAID")),
         "{answer}"
     );
+    // Two refunds of one payment: the first an operator settles pays it back, the other is
+    // refused and nothing more is paid.
+    let ops = Api::admin(&cloud, "ops-ntc");
+    let settle = |order: &str| format!("/admin/refunds/{payment}/{order}/settle");
+    let (status, settled) = ops.call("POST", &settle(&order), None).await;
+    assert_eq!(
+        (status, settled["state"].as_str()),
+        (200, Some("REFUNDED")),
+        "{settled}"
+    );
+    let (status, refused) = ops.call("POST", &settle(&bobs_order), None).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("PAYMENT_REFUNDED")),
+        "{refused}"
+    );
+    let (status, again) = ops.call("POST", &settle(&order), None).await;
+    assert_eq!((status, &again), (200, &settled));
+    let misnamed = crate::support::commerce_item(
+        &cloud,
+        format!("REFUND#{payment}"),
+        &format!("ORDER#{bobs_order}"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(misnamed["state"].as_s().unwrap(), "DUE");
     cloud.stop().await;
 }
 

@@ -13,9 +13,9 @@ use crate::once::{Rejected, Unit, unit_indices};
 use crate::retry::Backoff;
 use crate::seckill::admission::checkout::Address;
 use crate::seckill::keys::{
-    BUYER_SK, ORDER_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk, order_pk,
-    order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk, user_orders_pk,
-    user_orders_sk,
+    BUYER_SK, ORDER_SK, PAYMENT_REFUND_SK, REFUNDS_DUE_PK, REFUNDS_SETTLED_PK, SALE_SK, buyer_pk,
+    order_pk, order_shard, refund_pk, refund_sk, sale_orders_pk, sale_orders_sk, sale_pk,
+    user_orders_pk, user_orders_sk,
 };
 use crate::seckill::order::refund::{Currency, Refund};
 use crate::seckill::order::refund::{
@@ -563,6 +563,37 @@ impl OrderStore for DynamoOrderStore {
         let attributes = output.attributes().cloned().unwrap_or_default();
         let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
         Ok(Some(payment_id.to_owned()))
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn claim_payment_refund(
+        &self,
+        payment_id: &str,
+        order_id: &OrderId,
+    ) -> Result<Option<OrderId>, OrderStoreError> {
+        let ledger = key(refund_pk(payment_id), PAYMENT_REFUND_SK);
+        let update = self
+            .table
+            .update_item(ledger.clone())
+            .update_expression("SET refundedFor = :order")
+            .condition_expression("attribute_not_exists(refundedFor) OR refundedFor = :order")
+            .expression_attribute_values(":order", s(order_id.as_str()));
+        let what = "failed to claim a payment's refund";
+        if write_if(&Backoff::default(), what, || update.clone().send())
+            .await?
+            .is_some()
+        {
+            return Ok(None);
+        }
+        let item = self
+            .table
+            .get_consistent(ledger, Some("refundedFor"), what)
+            .await?
+            .context("a payment's refund ledger vanished")?;
+        let holder = get_s(&item, "refundedFor").map_err(anyhow::Error::from)?;
+        Ok(Some(OrderId::parse(holder).map_err(|_| {
+            anyhow::anyhow!("a payment's refund ledger names {holder:?}")
+        })?))
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

@@ -172,6 +172,8 @@ pub(crate) struct MemoryOrders {
     refunds: Mutex<Vec<Refund>>,
     /// (payment, order) → the refund's state, when refunded and the provider's refund id.
     refund_states: Mutex<HashMap<(String, String), RefundProgress>>,
+    /// Payment → the order whose refund of it is paid back.
+    refund_ledger: Mutex<HashMap<String, OrderId>>,
 }
 
 impl MemoryOrders {
@@ -622,6 +624,18 @@ impl OrderStore for MemoryOrders {
             .iter()
             .find(|r| r.payment_id == payment_id && r.order_id == *order_id)
             .map(|r| self.record(r)))
+    }
+
+    async fn claim_payment_refund(
+        &self,
+        payment_id: &str,
+        order_id: &OrderId,
+    ) -> Result<Option<OrderId>, OrderStoreError> {
+        let mut ledger = self.refund_ledger.lock().unwrap();
+        let holder = ledger
+            .entry(payment_id.to_owned())
+            .or_insert_with(|| order_id.clone());
+        Ok((holder != order_id).then(|| holder.clone()))
     }
 
     async fn mark_refunded(

@@ -388,6 +388,14 @@ pub trait OrderStore: Send + Sync {
     /// How many refunds are `DUE` and when the oldest was recorded (keyed reads of the due
     /// refunds' index, counted, not fetched).
     async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError>;
+    /// Takes the payment's one refund for `order_id` before the provider is asked to pay it
+    /// back (a payment is refunded at most once, whatever orders its notices named): `None`
+    /// when it is this order's (now, or already), else the order whose refund holds it.
+    async fn claim_payment_refund(
+        &self,
+        payment_id: &str,
+        order_id: &OrderId,
+    ) -> Result<Option<OrderId>, OrderStoreError>;
     /// `DUE` → `REFUNDED` (`refundedAt` = `at`, the provider's refund id), the refund's entry
     /// on its order likewise, in one transaction; `false` when the refund was no longer `DUE`.
     async fn mark_refunded(

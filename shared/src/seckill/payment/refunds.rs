@@ -8,6 +8,11 @@
 //! conditional transaction turns the refund `REFUNDED` (only from `DUE`) and the refund's entry
 //! on its order with it, so `GET /orders/{orderId}` shows the state. The refund leaves the due
 //! list in that same write (its index key moves to the settled refunds).
+//!
+//! A payment is paid back once, in full: its notices may have named it with several orders,
+//! each recorded as a refund of its own (so that a wrong first notice never blocks the genuine
+//! refund), but only the first of them an operator settles takes the payment
+//! ([`OrderStore::claim_payment_refund`]); settling another answers `409 PAYMENT_REFUNDED`.
 
 use crate::cursor::{Cursor, PageLimit};
 use crate::ids::OrderId;
@@ -44,6 +49,12 @@ pub enum SettleRefundError {
         "no payment provider is configured on this stack: refund the payment with the provider by hand"
     )]
     NoProvider,
+    /// The payment was refunded (or is being refunded) for another order it was named with.
+    #[error("payment {payment_id} is refunded for order {order_id}: a payment is refunded once")]
+    PaymentRefunded {
+        payment_id: String,
+        order_id: OrderId,
+    },
     #[error("the payment provider failed")]
     Provider(#[source] ProviderError),
     #[error(transparent)]
@@ -76,6 +87,17 @@ pub async fn settle_refund(
         return Ok(refund);
     }
     let provider = provider.ok_or(SettleRefundError::NoProvider)?;
+    // Taken before the provider pays, and kept: a crash after it leaves the payment this
+    // refund's, and settling it again goes on.
+    if let Some(holder) = store
+        .claim_payment_refund(&refund.payment_id, order_id)
+        .await?
+    {
+        return Err(SettleRefundError::PaymentRefunded {
+            payment_id: refund.payment_id,
+            order_id: holder,
+        });
+    }
     let request = RefundRequest {
         payment_id: refund.payment_id.clone(),
         order_id: refund.order_id.clone(),
@@ -195,5 +217,41 @@ pub(crate) mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, SettleRefundError::UnknownRefund), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_payment_named_with_two_orders_is_paid_back_once() {
+        let store = MemoryOrders::default();
+        store.add_sale(S1, 10);
+        let reservations = MemoryReservations::default();
+        add_awaiting_payment(&store, &reservations, "o1", "ann", "p1").await;
+        add_awaiting_payment(&store, &reservations, "o2", "ann", "p2").await;
+        // Notices named p1 with o1 and with o2: two refunds recorded, neither blocking.
+        for order in ["o2", "o1"] {
+            assert!(
+                store
+                    .record_refund(&refund("p1", order, "2026-12-01T10:00:00Z"))
+                    .await
+                    .unwrap()
+            );
+        }
+        let settled = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o1"), "t1")
+            .await
+            .unwrap();
+        assert_eq!(settled.state, RefundState::Refunded);
+        let err = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o2"), "t2")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, SettleRefundError::PaymentRefunded { order_id, .. } if *order_id == oid(S1, "o1")),
+            "{err:?}"
+        );
+        let other = store.refund("p1", &oid(S1, "o2")).await.unwrap().unwrap();
+        assert_eq!(other.state, RefundState::Due, "nothing paid for o2");
+        // The settled one answers as it is.
+        let again = settle_refund(&store, Some(&SandboxProvider), "p1", &oid(S1, "o1"), "t3")
+            .await
+            .unwrap();
+        assert_eq!(again, settled);
     }
 }

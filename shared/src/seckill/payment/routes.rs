@@ -258,6 +258,9 @@ pub async fn settle_refund(
             "PAYMENT_UNAVAILABLE",
             err.to_string(),
         )),
+        Err(err @ SettleRefundError::PaymentRefunded { .. }) => {
+            Err(ApiError::conflict("PAYMENT_REFUNDED", err.to_string()))
+        }
         Err(SettleRefundError::Provider(cause)) => {
             tracing::error!(error = ?cause, "the payment provider failed to refund");
             Err(ApiError::unavailable(
