@@ -79,6 +79,7 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
+	  "&sam build's release compile, while the tests wait on the emulators|$(MAKE) --no-print-directory sam-build ARCH=x86_64 SAM_BUILD_ARGS=--compile-only" \
 	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) $(TESTED) && infra/reliability-report.sh .local/test" \
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
@@ -174,7 +175,7 @@ destroy: ## delete the stack of ENV, after emptying its buckets (sam delete alon
 	@infra/destroy.sh $(ENV)
 
 sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
-	@$(SAM_CC) infra/sam-build.sh $(ARCH)
+	@$(SAM_CC) infra/sam-build.sh $(SAM_BUILD_ARGS) $(ARCH)
 
 sam-check: ## check sam build's bootstraps: ELF for ARCH, under 8 MiB, each answers once locally
 	@infra/sam-check.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: infra/sam-build.sh [arm64|x86_64]   (default arm64, the template's default)
+# Usage: infra/sam-build.sh [--compile-only] [arm64|x86_64]   (default arm64, the template's default)
 #
 # The real `sam build` of template.yaml for Lambda, from the project-local venv .local/venv/sam
 # (the SAM CLI and cargo-lambda with its zig linker, pinned in infra/python/sam.txt), with
@@ -9,13 +9,21 @@
 # target/, and copies the binary to .aws-sam/build/<LogicalId>/bootstrap. Prints the whole
 # build's wall time; infra/sam-check.sh checks the result. A build of the same inputs made
 # earlier on this machine is taken from infra/sam-build-cache.sh's cache instead
-# (SAM_BUILD_CACHE=off always builds).
+# (SAM_BUILD_CACHE=off always builds). --compile-only compiles every function as the build
+# would and stops before `sam build` (nothing when the cache holds the build): `make test`
+# runs it in the background while the tests wait on the emulators, and the build then finds
+# the functions fresh, or waits on cargo's lock for the rest.
 set -euo pipefail
 
 usage() {
-    echo "usage: infra/sam-build.sh [arm64|x86_64]" >&2
+    echo "usage: infra/sam-build.sh [--compile-only] [arm64|x86_64]" >&2
     exit 2
 }
+compile_only=false
+if [[ ${1:-} == --compile-only ]]; then
+    compile_only=true
+    shift
+fi
 [[ $# -le 1 ]] || usage
 arch=${1:-arm64}
 case $arch in
@@ -64,7 +72,6 @@ fi
 # only one of them work at a time, however many SAM starts; a fat-LTO link keeps one core busy.
 # One cargo invocation for every function first links them two at a time on two cores; the
 # per-function builds of `sam build` then find them fresh (same profile, target and features).
-# Cold, on 2 cores: 10 min 52 s this way, 14 min 55 s with `sam build` alone.
 packages=()
 while read -r _ binary; do
     packages+=(-p "$binary")
@@ -73,6 +80,10 @@ arch_flag=()
 [[ $arch == arm64 ]] && arch_flag=(--arm64)
 echo "sam-build: cargo lambda build --release${arch_flag[*]:+ ${arch_flag[*]}} -p ... ($((${#packages[@]} / 2)) functions at once)"
 cargo lambda build --release "${arch_flag[@]}" "${packages[@]}"
+if $compile_only; then
+    echo "sam-build: every function compiled for $arch in $((SECONDS - started)) s (--compile-only)"
+    exit 0
+fi
 echo "sam-build: compiled in $((SECONDS - started)) s; sam build ..."
 sam build --template template.yaml --parameter-overrides "$(infra/sam-parameters.sh default "$arch")"
 elapsed=$((SECONDS - started))
