@@ -43,9 +43,8 @@ endif
 endif
 
 # make test builds without incremental compilation. Its build is a fresh clone's, or one
-# after a whole run of changes: the incremental state it writes is never used and costs time,
-# 214 s of test compiles with it, 157-172 s without (cargo build --timings, fresh clones).
-# sccache hashes every CARGO_ variable, so make test's compiles are cached apart from those
+# after a whole run of changes: the incremental state it writes is never used, and writing it
+# costs time (docs/local-development.md, "The test loop", has the measurement). sccache hashes every CARGO_ variable, so make test's compiles are cached apart from those
 # of make check and make dev, which keep incremental builds for the edit loop.
 test: export CARGO_INCREMENTAL := 0
 # The tests wait on the emulators more than on the CPU: on 2 cores, a test beside two others
@@ -79,11 +78,11 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
-	  "&sam build's release compile, while the tests wait on the emulators|$(MAKE) --no-print-directory sam-build ARCH=x86_64 SAM_BUILD_ARGS=--compile-only" \
+	  "&sam build, while the tests wait on the emulators|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
 	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) $(TESTED) && infra/reliability-report.sh .local/test" \
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
 	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
-	  "sam build for x86_64 Lambda (release profile)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
+	  "sam build for x86_64 Lambda (release profile; the background one's result)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
 	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check" \
 	  "sam local on Docker: start-api, then invoke a consumer and the relay|$(SAM_E2E)"
 
@@ -131,7 +130,7 @@ load: ## Artillery load: make load SCENARIO=follow|seckill [TARGET=https://...] 
 	@test -n "$(SCENARIO)" || { echo "usage: make load SCENARIO=follow|seckill [TARGET=https://...] [STACK=stack name] [DISTRIBUTED=fargate [COUNT=n] [RATE=buyers/s] [REGION=r] [DRY_RUN=1]]" >&2; exit 2; }
 	@STACK="$(STACK)" DISTRIBUTED="$(DISTRIBUTED)" DRY_RUN="$(DRY_RUN)" loadtest/load.sh "$(SCENARIO)" $(TARGET)
 
-bench: ## the benchmark harness (release build, ~40 min): loadtest/results/*.md
+bench: ## the benchmark harness (release build; long): loadtest/results/*.md
 	loadtest/bench.sh functions && loadtest/bench-e2e.sh && loadtest/bench-storm.sh
 
 schemathesis: ## property-based API tests against a running local cloud: make schemathesis URL=http://127.0.0.1:3000
@@ -155,7 +154,7 @@ ARCH ?= arm64
 # The SAM end-to-end test (infra/local-cloud/tests/sam): ignored in the other runs, since it
 # needs `sam local start-api` running on the bootstraps of .aws-sam/build. Selected from the
 # packages the test run builds ($(TESTED)), not with -p local-cloud: cargo unifies features
-# over the packages selected, so -p alone compiled the dependencies again (3 min).
+# over the packages selected, so -p alone would compile the dependencies again.
 SAM_E2E_TEST := $(if $(findstring nextest,$(NEXTEST)),$(NEXTEST) $(TESTED) --test sam --run-ignored only,cargo test $(TESTED) --test sam -- --ignored)
 SAM_E2E := LOCAL_STATE=.local/test-sam infra/sam-local.sh --no-build --port 0 --run $(SAM_E2E_TEST)
 
@@ -175,7 +174,7 @@ destroy: ## delete the stack of ENV, after emptying its buckets (sam delete alon
 	@infra/destroy.sh $(ENV)
 
 sam-build: ## the real sam build for Lambda: make sam-build [ARCH=arm64|x86_64] (.aws-sam/build)
-	@$(SAM_CC) infra/sam-build.sh $(SAM_BUILD_ARGS) $(ARCH)
+	@$(SAM_CC) infra/sam-build.sh $(ARCH)
 
 sam-check: ## check sam build's bootstraps: ELF for ARCH, under 8 MiB, each answers once locally
 	@infra/sam-check.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: infra/sam-build.sh [--compile-only] [arm64|x86_64]   (default arm64, the template's default)
+# Usage: infra/sam-build.sh [arm64|x86_64]   (default arm64, the template's default)
 #
 # The real `sam build` of template.yaml for Lambda, from the project-local venv .local/venv/sam
 # (the SAM CLI and cargo-lambda with its zig linker, pinned in infra/python/sam.txt), with
@@ -9,21 +9,18 @@
 # target/, and copies the binary to .aws-sam/build/<LogicalId>/bootstrap. Prints the whole
 # build's wall time; infra/sam-check.sh checks the result. A build of the same inputs made
 # earlier on this machine is taken from infra/sam-build-cache.sh's cache instead
-# (SAM_BUILD_CACHE=off always builds). --compile-only compiles every function as the build
-# would and stops before `sam build` (nothing when the cache holds the build): `make test`
-# runs it in the background while the tests wait on the emulators, and the build then finds
-# the functions fresh, or waits on cargo's lock for the rest.
+# (SAM_BUILD_CACHE=off always builds).
+#
+# One build of a clone at a time (a lock in .local/): `make test` starts one in the background
+# while the tests wait on the emulators, and its `sam build` step, the same command, waits for
+# that one and takes its result from the cache. Two at once would race: cargo-lambda moves each
+# binary out of target/ into target/lambda/, and the second mover finds nothing.
 set -euo pipefail
 
 usage() {
-    echo "usage: infra/sam-build.sh [--compile-only] [arm64|x86_64]" >&2
+    echo "usage: infra/sam-build.sh [arm64|x86_64]" >&2
     exit 2
 }
-compile_only=false
-if [[ ${1:-} == --compile-only ]]; then
-    compile_only=true
-    shift
-fi
 [[ $# -le 1 ]] || usage
 arch=${1:-arm64}
 case $arch in
@@ -34,6 +31,12 @@ esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+mkdir -p .local
+exec 8>.local/sam-build.lock
+if ! flock -n 8; then
+    echo "sam-build: another build of this clone is running; waiting for it"
+    flock 8
+fi
 
 # cargo-lambda links with zig but needs Rust's standard library for the target; without it
 # the build fails deep inside the first function with "can't find crate for `core`".
@@ -80,10 +83,6 @@ arch_flag=()
 [[ $arch == arm64 ]] && arch_flag=(--arm64)
 echo "sam-build: cargo lambda build --release${arch_flag[*]:+ ${arch_flag[*]}} -p ... ($((${#packages[@]} / 2)) functions at once)"
 cargo lambda build --release "${arch_flag[@]}" "${packages[@]}"
-if $compile_only; then
-    echo "sam-build: every function compiled for $arch in $((SECONDS - started)) s (--compile-only)"
-    exit 0
-fi
 echo "sam-build: compiled in $((SECONDS - started)) s; sam build ..."
 sam build --template template.yaml --parameter-overrides "$(infra/sam-parameters.sh default "$arch")"
 elapsed=$((SECONDS - started))
