@@ -10,7 +10,7 @@
 # Two runs: every operation as a plain user, then the operators' routes as an admin. Tokens are
 # minted by target/debug/local-cloud (build it first: `cargo build --workspace --bins`) with the
 # runner's local secret (LOCAL_JWT_SECRET, as the runner reads it). Bounded: 15 examples per
-# operation, about 12 s in all, and a hard limit per run (SCHEMATHESIS_TIMEOUT, seconds). One
+# operation, and a hard limit per run (SCHEMATHESIS_TIMEOUT, seconds). One
 # worker: under two, hypothesis fails inside CPython 3.11.7's ast.parse ("AST constructor
 # recursion depth mismatch"), an interpreter bug, not one of ours.
 # SCHEMATHESIS_SEED fixes the generated data (a fixed default, so a failure reproduces; set it

@@ -23,7 +23,7 @@
 # the report.
 #
 # --no-build: measure the release binaries already in target/release (a release build of
-# every function takes ~30 min on 2 cores); the report's command line says so.
+# every function is long); the report's command line says so.
 # Part 1 starts after `sync` and once the 1-minute load average is at most 0.5, waiting at
 # most 5 min (--settle-load, --settle-max-s; the report says what it found): right after a
 # release build, cold starts read up to a third slower.
@@ -32,7 +32,7 @@
 # (`cargo lambda build --release`) and everything is linked into target/sam-build/.
 # --smoke: a tiny bounded run (debug binaries, 1 cold start, 50 requests per function; part 3
 # at 128 and 1769 MB for the baselines, get-user and notification-consumer only, 5
-# invocations each, about 5 s of it; ~30 s) written to .local/bench-fn/smoke/, for
+# invocations each) written to .local/bench-fn/smoke/, for
 # `make test`: it proves the harness still runs and that every function still takes its
 # happy path against the stub; its figures mean nothing.
 #

@@ -29,9 +29,8 @@ pub const PRICE_PER_GB_SECOND: f64 = 0.000_013_333_4;
 /// Sizes whose warm cost is within this share of the lowest compete on warm p90.
 pub const COST_TOLERANCE: f64 = 0.10;
 /// The template's size follows the table when it is in the cost band and its warm p90 is
-/// within this share of the pick's: two runs of the same binaries a few hours apart (2026-12-02
-/// 02:42 and 05:44) moved sub-millisecond p90s by up to 25% (get-sale at 1024 MB 0.58 → 0.40
-/// ms, at 1769 MB 0.37 → 0.46), which swapped the pick between neighbouring sizes.
+/// within this share of the pick's: sub-millisecond p90s of the same binaries move that much
+/// between runs on one machine, which would swap the pick between neighbouring sizes.
 pub const P90_TOLERANCE: f64 = 0.25;
 /// How part 3 measures each binary at each size.
 #[derive(Clone, Copy, Debug)]
