@@ -81,8 +81,9 @@ enum Command {
         /// The endpoint as function containers reach it.
         #[arg(long, default_value = "http://localstack:4566")]
         container_endpoint: String,
-        /// The Redis URL as function containers reach it.
-        #[arg(long, default_value = "redis://redis:6379")]
+        /// The Redis URL as function containers reach it (the LocalStack profile's Redis, with
+        /// its password, infra/localstack/compose.yaml).
+        #[arg(long, default_value = "redis://:local-redis-password@redis:6379")]
         container_redis_url: String,
     },
     /// Move every message of a queue's dead-letter queue (its RedrivePolicy's) back to it.

@@ -119,6 +119,21 @@ fn the_env_file_points_where_compose_publishes_and_redis_avoids_6379() {
         env_file("AWS_ENDPOINT_URL"),
         format!("http://127.0.0.1:{localstack}")
     );
-    assert_eq!(env_file("REDIS_URL"), format!("redis://127.0.0.1:{redis}"));
+    // Redis requires a password, as ElastiCache its AUTH token, and the URL carries it.
+    let command: Vec<&str> = service(&compose, "redis")["command"]
+        .as_sequence()
+        .expect("redis's command")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let password = command
+        .iter()
+        .position(|arg| *arg == "--requirepass")
+        .and_then(|at| command.get(at + 1))
+        .expect("redis-server --requirepass");
+    assert_eq!(
+        env_file("REDIS_URL"),
+        format!("redis://:{password}@127.0.0.1:{redis}")
+    );
     assert_eq!(env_file("LOCAL_CLOUD_ACCOUNT_ID"), "000000000000");
 }
