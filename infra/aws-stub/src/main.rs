@@ -17,7 +17,7 @@
 //! | GetItem `USER#<u>` / `NOTIFSTATE` | `unreadCount` 3 |
 //! | GetItem `SALE#<id>` / `SALE` | a PUBLISHED sale: started an hour ago, ends in a day, 1,000,000 units, 100 per user; a DRAFT if the id starts with `00000000-` (the back office's edit) |
 //! | GetItem `ORDER#<id>` / `ORDER` | a CONFIRMED order of `--order-owner` (the key does not say who owns it) |
-//! | UpdateItem with `ReturnValues` | the canned item of the key, with `:name` as `displayName`, and the sale in `:ended`'s state if the update names one |
+//! | UpdateItem with `ReturnValues` | the canned item of the key, with `:name` as `displayName`, the sale in `:ended`'s state if the update names one, and the order in `:cod`'s status confirmed for delivery at `:at` if it names that |
 //! | Query `FOLLOWERS#<u>` / `FOLLOWING#<u>` | a full page (`Limit`, at most 20) of edges, no `LastEvaluatedKey` |
 //! | Query `NOTIF#<u>` | a page of unread FOLLOW notifications |
 //! | Query `USER#<u>` on `gsi1` | a page of `<u>`'s CONFIRMED orders |
@@ -430,6 +430,13 @@ impl Stub {
                         }
                         if let Some(state) = request.pointer("/ExpressionAttributeValues/:ended") {
                             item.insert("state".into(), state.clone());
+                        }
+                        if let (Some(cod), Some(at)) = (
+                            request.pointer("/ExpressionAttributeValues/:cod"),
+                            request.pointer("/ExpressionAttributeValues/:at"),
+                        ) {
+                            item.insert("status".into(), cod.clone());
+                            item.insert("deliveryConfirmedAt".into(), at.clone());
                         }
                         json!({ "Attributes": item })
                     }

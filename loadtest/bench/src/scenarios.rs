@@ -282,6 +282,15 @@ pub fn http_call(binary: &str, fixture: &Fixture, i: u64) -> Option<Call> {
             caller: admin(),
             ..call("GET", "/admin/refunds", vec![])
         },
+        // The stub answers the order kept for delivery, now confirmed.
+        "confirm-delivery" => Call {
+            caller: admin(),
+            ..call(
+                "POST",
+                "/admin/orders/{orderId}/confirm-delivery",
+                vec![("orderId", fixture.order_id.clone())],
+            )
+        },
         // The stub answers every refund as due, and the sandbox refunds it.
         "settle-refund" => Call {
             caller: admin(),

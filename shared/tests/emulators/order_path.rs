@@ -278,7 +278,14 @@ impl World {
 
     /// Runs the payment-timeout consumer on `due`, which must all succeed.
     async fn time_out(&self, due: &[Message]) {
-        let failed = payment_timeout::handle_batch(&self.store, &self.reservations, due.to_vec());
+        let deps = payment_timeout::TimeoutDeps {
+            store: &self.store,
+            reservations: &self.reservations,
+            payments: &self.payments,
+            // The tests' orders are created late in 2026: a window they are all inside.
+            cod_window: Duration::from_secs(3_650 * 86_400),
+        };
+        let failed = payment_timeout::handle_batch(deps, due.to_vec());
         let failed = failed.await;
         assert!(failed.is_empty(), "{failed:?}");
     }

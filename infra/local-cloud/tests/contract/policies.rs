@@ -231,7 +231,16 @@ const EXPECTED: &[(&str, &[Grant])] = &[
             REDIS_SECRET,
             ("PaymentTimeoutConsumerLogGroup.Arn", &LOGS),
             (COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"]),
-            ("OrderTimeoutQueue.Arn", &SQS_POLLER),
+            // The poller's, and a COD order's PaymentDue sent again (SendMessage).
+            (
+                "OrderTimeoutQueue.Arn",
+                &[
+                    "sqs:SendMessage",
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                ],
+            ),
         ],
     ),
     // order (GetItem); a PENDING one from Redis.
@@ -277,6 +286,11 @@ const EXPECTED: &[(&str, &[Grant])] = &[
     // Updates: UpdateItem).
     (
         "SettleRefundFunction",
+        &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
+    ),
+    // confirm_delivery (UpdateItem), the order as it is when it is not COD (GetItem).
+    (
+        "ConfirmDeliveryFunction",
         &[(COMMERCE, &["dynamodb:GetItem", "dynamodb:UpdateItem"])],
     ),
     // its own signing secret on first use (GetSecretValue); the caller's order (GetItem), to

@@ -11,6 +11,7 @@ mod abuse;
 mod back_office;
 mod browser;
 mod cache_failover;
+mod cod;
 mod cold_start;
 mod contention;
 mod dashboard;

@@ -29,7 +29,8 @@
 //! skipped, a later smaller one may still fit); when a buyer's condition fails, what the
 //! buyer holds is read and the buyer's orders that the limit leaves room for are confirmed,
 //! the same way. The rest are put as REJECTED and their reservations released. After a
-//! commit each CONFIRMED order gets a `PaymentDue`; a COD order has no payment window.
+//! commit each CONFIRMED order gets a `PaymentDue`, and so does each COD order: it must be
+//! confirmed for delivery in the stack's COD window ([`crate::seckill::payment::timeout`]).
 //!
 //! The per-user limit comes from the sale item, read once per sale and batch with its stock
 //! ([`OrderStore::sale_guards`]), rather than in the event: the sale item is the authority
@@ -247,21 +248,23 @@ async fn materialize_sale(
             (unit, holder)
         })
         .collect();
-    let (mut to_confirm, kept): (Vec<_>, Vec<_>) = sorted
-        .confirmed
-        .into_iter()
-        .partition(|unit| unit.payload.confirmed_status() == OrderStatus::Confirmed);
-    emf::orders(OrderStatus::Confirmed.as_str(), to_confirm.len());
-    emf::orders(OrderStatus::Cod.as_str(), kept.len());
+    // Every order confirmed or kept for delivery gets its PaymentDue.
+    let mut to_confirm = sorted.confirmed;
+    let cod = to_confirm
+        .iter()
+        .filter(|unit| unit.payload.confirmed_status() == OrderStatus::Cod)
+        .count();
+    emf::orders(OrderStatus::Confirmed.as_str(), to_confirm.len() - cod);
+    emf::orders(OrderStatus::Cod.as_str(), cod);
     for unit in sorted.existing {
         match deps.store.order(&unit.payload.order_id).await {
             Ok(Some(order)) => match order.status {
-                OrderStatus::Confirmed => to_confirm.push(unit),
+                OrderStatus::Confirmed | OrderStatus::Cod => to_confirm.push(unit),
                 OrderStatus::Rejected => {
                     let holder = holder_of(&unit.payload);
                     to_release.push((unit, holder));
                 }
-                OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Cancelled => {}
+                OrderStatus::Paid | OrderStatus::Cancelled => {}
             },
             Ok(None) => {
                 tracing::error!(order_id = %unit.marker, "an order that existed is gone");
@@ -699,7 +702,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn orders_of_several_units_take_their_units_and_cod_is_kept_without_a_payment_window() {
+    async fn orders_of_several_units_take_their_units_and_each_gets_its_payment_due() {
         let world = World::new(S1, 10);
         world.store.add_sale_with_limit(S1, 10, 3);
         world.reservations.reserve_units(S1, "o1", "ann", 0, 3);
@@ -718,18 +721,18 @@ mod tests {
         assert_eq!(world.store.status("o2"), Some(OrderStatus::Cod));
         let order = world.store.order(&oid(S1, "o1")).await.unwrap().unwrap();
         assert_eq!((order.quantity, order.total_cents), (3, 2_970));
-        // Only the order awaiting payment has a payment window.
+        // The order awaiting payment has its payment window, the COD one its delivery window.
         let due: Vec<String> = world
             .payments
             .sent()
             .into_iter()
             .map(|d| order_name(d.order_id.as_str()))
             .collect();
-        assert_eq!(due, ["o1"]);
-        // Redelivered: nothing changes, and the COD order still gets no window.
+        assert_eq!(due, ["o1", "o2"]);
+        // Redelivered: nothing changes; the messages go again (a consumer takes each once).
         world.consume(&bodies).await;
         assert_eq!(world.store.stock(S1), 5);
-        assert_eq!(world.payments.sent().len(), 2);
+        assert_eq!(world.payments.sent().len(), 4);
     }
 
     #[tokio::test]

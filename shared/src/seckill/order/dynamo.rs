@@ -321,6 +321,10 @@ fn order_from_item(item: &Item) -> anyhow::Result<Order> {
         payment_method: method,
         payment_id: item.get("paymentId").and_then(|v| v.as_s().ok()).cloned(),
         paid_at: item.get("paidAt").and_then(|v| v.as_s().ok()).cloned(),
+        delivery_confirmed_at: item
+            .get("deliveryConfirmedAt")
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
         refunds: match item.get("refunds") {
             Some(list) => list
                 .as_l()
@@ -410,10 +414,13 @@ impl OrderStore for DynamoOrderStore {
             let update = Update::builder()
                 .set_key(Some(key(order_pk(&unit.payload.order_id), ORDER_SK)))
                 .update_expression("SET #status = :cancelled, cancelledAt = :now")
-                .condition_expression("#status = :confirmed")
+                .condition_expression(
+                    "#status = :confirmed OR (#status = :cod AND attribute_not_exists(deliveryConfirmedAt))",
+                )
                 .expression_attribute_names("#status", "status")
                 .expression_attribute_values(":cancelled", s(OrderStatus::Cancelled.as_str()))
                 .expression_attribute_values(":confirmed", s(OrderStatus::Confirmed.as_str()))
+                .expression_attribute_values(":cod", s(OrderStatus::Cod.as_str()))
                 .expression_attribute_values(":now", s(&now));
             update_in(&self.table.name, update)
         });
@@ -563,6 +570,34 @@ impl OrderStore for DynamoOrderStore {
         let attributes = output.attributes().cloned().unwrap_or_default();
         let payment_id = get_s(&attributes, "paymentId").map_err(anyhow::Error::from)?;
         Ok(Some(payment_id.to_owned()))
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn confirm_delivery(
+        &self,
+        order_id: &OrderId,
+        at: &str,
+    ) -> Result<Option<Order>, OrderStoreError> {
+        let update = self
+            .table
+            .update_item(key(order_pk(order_id), ORDER_SK))
+            .update_expression("SET deliveryConfirmedAt = if_not_exists(deliveryConfirmedAt, :at)")
+            .condition_expression("#status = :cod")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":cod", s(OrderStatus::Cod.as_str()))
+            .expression_attribute_values(":at", s(at))
+            .return_values(ReturnValue::AllNew);
+        let confirmed = write_if(
+            &Backoff::default(),
+            "failed to confirm an order for delivery",
+            || update.clone().send(),
+        )
+        .await?;
+        match confirmed.and_then(|output| output.attributes) {
+            Some(item) => Ok(Some(order_from_item(&item)?)),
+            // Not COD, or no such order: as it is.
+            None => self.order(order_id).await,
+        }
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

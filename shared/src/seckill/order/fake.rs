@@ -286,6 +286,7 @@ impl MemoryOrders {
                     payment_method: new.payment_method,
                     payment_id: None,
                     paid_at: None,
+                    delivery_confirmed_at: None,
                     refunds: Vec::new(),
                 },
             );
@@ -361,7 +362,10 @@ impl OrderStore for MemoryOrders {
     ) -> Result<(), Rejected> {
         let mut orders = self.orders.lock().unwrap();
         refuse_applied(units, |u| {
-            orders.get(&u.marker).map(|o| o.status) != Some(OrderStatus::Confirmed)
+            !orders.get(&u.marker).is_some_and(|o| {
+                o.status == OrderStatus::Confirmed
+                    || (o.status == OrderStatus::Cod && o.delivery_confirmed_at.is_none())
+            })
         })?;
         let counts = per_buyer(units.iter().map(|u| {
             (
@@ -624,6 +628,20 @@ impl OrderStore for MemoryOrders {
             .iter()
             .find(|r| r.payment_id == payment_id && r.order_id == *order_id)
             .map(|r| self.record(r)))
+    }
+
+    async fn confirm_delivery(
+        &self,
+        order_id: &OrderId,
+        at: &str,
+    ) -> Result<Option<Order>, OrderStoreError> {
+        let mut orders = self.orders.lock().unwrap();
+        Ok(orders.get_mut(order_id.as_str()).map(|order| {
+            if order.status == OrderStatus::Cod && order.delivery_confirmed_at.is_none() {
+                order.delivery_confirmed_at = Some(at.to_owned());
+            }
+            order.clone()
+        }))
     }
 
     async fn claim_payment_refund(

@@ -106,6 +106,10 @@ pub struct Order {
     pub payment_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paid_at: Option<String>,
+    /// When an operator confirmed a COD order for delivery ([`OrderStore::confirm_delivery`]);
+    /// one not confirmed within the stack's COD window is cancelled, its units back on sale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery_confirmed_at: Option<String>,
     /// Payments recorded for refund against this order, and where each refund is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refunds: Vec<crate::seckill::order::refund::OrderRefund>,
@@ -318,7 +322,8 @@ pub trait OrderStore: Send + Sync {
     /// In one transaction: each unit's order put as REJECTED (absent before); no stock change.
     async fn reject_orders(&self, units: &[Unit<NewOrder>]) -> Result<(), Rejected>;
     /// In one transaction: each order (marker = order id, payload = the order and its holder)
-    /// CONFIRMED → CANCELLED (else [`Rejected::AlreadyApplied`]), per holder `units -= k` on
+    /// CONFIRMED, or COD not confirmed for delivery, → CANCELLED (else
+    /// [`Rejected::AlreadyApplied`]), per holder `units -= k` on
     /// the buyer's item (`k` the sum of their orders' quantities), and the sale's
     /// `stockRemaining +=` the sum of every order's quantity.
     async fn cancel_orders(
@@ -388,6 +393,13 @@ pub trait OrderStore: Send + Sync {
     /// How many refunds are `DUE` and when the oldest was recorded (keyed reads of the due
     /// refunds' index, counted, not fetched).
     async fn refunds_outstanding(&self) -> Result<Outstanding, OrderStoreError>;
+    /// COD → confirmed for delivery at `at` (the first time stays); `None` when there is no
+    /// such order, else the order as it is now: one that is not COD is left as it was.
+    async fn confirm_delivery(
+        &self,
+        order_id: &OrderId,
+        at: &str,
+    ) -> Result<Option<Order>, OrderStoreError>;
     /// Takes the payment's one refund for `order_id` before the provider is asked to pay it
     /// back (a payment is refunded at most once, whatever orders its notices named): `None`
     /// when it is this order's (now, or already), else the order whose refund holds it.

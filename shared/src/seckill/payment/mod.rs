@@ -475,9 +475,12 @@ mod tests {
         let (store, reservations) = confirmed().await;
         let due = crate::seckill::order::fake::due(O1, S1);
         assert!(
-            timeout::handle_batch(&store, &reservations, batch(&[due]))
-                .await
-                .is_empty()
+            timeout::handle_batch(
+                crate::seckill::payment::timeout::test_deps(&store, &reservations),
+                batch(&[due]),
+            )
+            .await
+            .is_empty()
         );
         assert_eq!(store.status(O1), Some(OrderStatus::Cancelled));
         assert_eq!(store.stock(S1), 10);
@@ -592,9 +595,12 @@ mod tests {
         add_awaiting_payment(&store, &reservations, O2, "bob", "p2").await;
         let due = crate::seckill::order::fake::due(O1, S1);
         assert!(
-            timeout::handle_batch(&store, &reservations, batch(&[due]))
-                .await
-                .is_empty()
+            timeout::handle_batch(
+                crate::seckill::payment::timeout::test_deps(&store, &reservations),
+                batch(&[due]),
+            )
+            .await
+            .is_empty()
         );
         // First, a notice naming p1 with bob's order: refunded, bob's order untouched.
         let mut misnamed = notice("p1", 1_980, PaymentStatus::Succeeded);

@@ -230,6 +230,34 @@ fn path_id(request: &Request, name: &'static str) -> Result<String, ApiError> {
     Ok(id)
 }
 
+/// `POST /admin/orders/{orderId}/confirm-delivery` (admin): a COD order confirmed for
+/// delivery, so that its COD window no longer cancels it; 200 with the order, again as it is
+/// when asked twice. 404 for an unknown order; 409 `ORDER_NOT_COD` for one not kept for cash
+/// on delivery (a cancelled one too: its window ended first, and its units went back on sale).
+pub async fn confirm_delivery(
+    store: &dyn OrderStore,
+    request: Request,
+) -> Result<Response<Body>, ApiError> {
+    Caller::from_request(&request)?.require_admin()?;
+    let order_id = path_order_id(&request, "orderId", || ApiError::not_found("no such order"))?;
+    let at = crate::clock::format(OffsetDateTime::now_utc());
+    match store
+        .confirm_delivery(&order_id, &at)
+        .await
+        .map_err(store_error)?
+    {
+        None => Err(ApiError::not_found("no such order")),
+        Some(order) if order.status == OrderStatus::Cod => Ok(json(StatusCode::OK, &order)),
+        Some(order) => Err(ApiError::conflict(
+            "ORDER_NOT_COD",
+            format!(
+                "the order is {}: only an order kept for cash on delivery is confirmed for delivery",
+                order.status.as_str()
+            ),
+        )),
+    }
+}
+
 /// What the settle route needs, built once at cold start.
 pub struct SettleRoute<'a> {
     pub store: &'a dyn OrderStore,
@@ -394,9 +422,12 @@ mod tests {
             seal: None,
         };
         assert!(
-            payment_timeout::handle_batch(&store, &reservations, vec![message])
-                .await
-                .is_empty()
+            payment_timeout::handle_batch(
+                crate::seckill::payment::timeout::test_deps(&store, &reservations),
+                vec![message]
+            )
+            .await
+            .is_empty()
         );
         let (status, body) = pay(&store, "alice", "o2", r#"{"method": "ONLINE"}"#).await;
         assert_eq!(status, 409);
@@ -415,6 +446,40 @@ mod tests {
 
     fn admin() -> Value {
         json!({"jwt": {"claims": {"sub": "op", "cognito:groups": "[admin]"}, "scopes": null}})
+    }
+
+    #[tokio::test]
+    async fn an_operator_confirms_a_cod_order_for_delivery_once_and_nothing_else() {
+        let store = seeded(&[("o1", "alice"), ("o2", "alice")]).await;
+        assert_eq!(
+            pay(&store, "alice", "o1", r#"{"method": "COD"}"#).await.0,
+            200
+        );
+        let confirm = |who: Value, order: &str| {
+            with_order(
+                api_request("POST", "/admin/orders/x/confirm-delivery", "", who),
+                order,
+            )
+        };
+        for who in [claims_of("alice"), json!(null)] {
+            let (status, _) = answer(confirm_delivery(&store, confirm(who, "o1")).await);
+            assert!(status == 401 || status == 403, "{status}");
+        }
+        let (status, first) = answer(confirm_delivery(&store, confirm(admin(), "o1")).await);
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(first["status"], "COD");
+        assert!(first["deliveryConfirmedAt"].is_string(), "{first}");
+        let (_, again) = answer(confirm_delivery(&store, confirm(admin(), "o1")).await);
+        assert_eq!(again["deliveryConfirmedAt"], first["deliveryConfirmedAt"]);
+        // A CONFIRMED order awaits its payment, not a delivery.
+        assert_refused(
+            &answer(confirm_delivery(&store, confirm(admin(), "o2")).await),
+            409,
+            "ORDER_NOT_COD",
+            "the order is CONFIRMED",
+        );
+        let (status, _) = answer(confirm_delivery(&store, confirm(admin(), "o9")).await);
+        assert_eq!(status, 404);
     }
 
     async fn with_refund() -> MemoryOrders {

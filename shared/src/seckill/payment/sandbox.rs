@@ -381,8 +381,7 @@ mod tests {
         // An order whose window ended is not awaiting a payment any more.
         let due = crate::seckill::order::fake::due(O1, S1);
         let failed = crate::seckill::payment::timeout::handle_batch(
-            &store,
-            &reservations,
+            crate::seckill::payment::timeout::test_deps(&store, &reservations),
             crate::testing::batch(&[due]),
         )
         .await;

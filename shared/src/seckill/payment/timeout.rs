@@ -2,6 +2,13 @@
 //! arrives through the delay queue) and it is still CONFIRMED, it is cancelled and its unit
 //! goes back to both stores, exactly once.
 //!
+//! A COD order has no payment to wait for, but it must be confirmed for delivery by an
+//! operator ([`crate::seckill::order::OrderStore::confirm_delivery`]) within the stack's COD
+//! window (`COD_CONFIRM_WINDOW_SECONDS` from its creation), or a buyer, or a bot, could hold
+//! stock for ever by choosing cash on delivery. Its `PaymentDue` comes back through the delay
+//! queue, sent again each time, until it is confirmed (then nothing more happens) or its window
+//! has ended: then it is cancelled like an unpaid order.
+//!
 //! DynamoDB: per sale and batch, one transaction moves the orders CONFIRMED → CANCELLED
 //! (conditionally, so a paid or already cancelled order drops out), takes them from each
 //! holder's buyer item (`units`, the per-user limit's final guard, so that the buyer may buy
@@ -9,12 +16,54 @@
 //! `released` set. A message that finds its order already CANCELLED repeats the release, a
 //! no-op unless the first attempt crashed between the two stores.
 
+use crate::config::{ConfigError, Env};
 use crate::consumer::{Message, parse_each};
 use crate::emf;
 use crate::ids::SaleId;
 use crate::once::{Through, Unit, apply_once, merge};
 use crate::seckill::admission::Holder;
-use crate::seckill::order::{HeldOrder, OrderStatus, OrderStore, Reservations, parse_payment_due};
+use crate::seckill::order::{
+    DueOrder, HeldOrder, Order, OrderStatus, OrderStore, PaymentDueSink, Reservations,
+    parse_payment_due,
+};
+use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// What the consumer works with.
+#[derive(Clone, Copy)]
+pub struct TimeoutDeps<'a> {
+    pub store: &'a dyn OrderStore,
+    pub reservations: &'a dyn Reservations,
+    /// Where a COD order's `PaymentDue` goes again while its window lasts.
+    pub payments: &'a dyn PaymentDueSink,
+    /// How long after its creation a COD order may wait to be confirmed for delivery.
+    pub cod_window: Duration,
+}
+
+/// `COD_CONFIRM_WINDOW_SECONDS` (at least 1; a day unless set).
+pub fn cod_window_from_env(env: &Env) -> Result<Duration, ConfigError> {
+    let seconds = env.parsed_or("COD_CONFIRM_WINDOW_SECONDS", 86_400u64)?;
+    if seconds == 0 {
+        return Err(ConfigError::Invalid {
+            name: "COD_CONFIRM_WINDOW_SECONDS".to_owned(),
+            reason: "must be at least 1".to_owned(),
+        });
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+/// Whether `order`'s COD window has ended at `now`: an order whose creation time cannot be
+/// read has no window left.
+fn cod_window_ended(order: &Order, window: Duration, now: OffsetDateTime) -> bool {
+    match OffsetDateTime::parse(&order.created_at, &Rfc3339) {
+        Ok(created) => now >= created + window,
+        Err(err) => {
+            tracing::warn!(order_id = %order.order_id, created_at = %order.created_at, error = %err, "a COD order's creation time is unreadable: its window has ended");
+            true
+        }
+    }
+}
 
 /// One sale's orders in a batch (marker = order id, payload = the order and its holder): those
 /// to cancel, and those to release.
@@ -26,11 +75,21 @@ struct SaleWork {
 
 /// Handles one SQS batch; returns the ids of the messages to retry.
 #[tracing::instrument(skip_all, fields(messages = messages.len()))]
-pub async fn handle_batch(
-    store: &dyn OrderStore,
-    reservations: &dyn Reservations,
+pub async fn handle_batch(deps: TimeoutDeps<'_>, messages: Vec<Message>) -> Vec<String> {
+    handle_batch_at(deps, messages, OffsetDateTime::now_utc()).await
+}
+
+/// [`handle_batch`] at `now`.
+pub async fn handle_batch_at(
+    deps: TimeoutDeps<'_>,
     messages: Vec<Message>,
+    now: OffsetDateTime,
 ) -> Vec<String> {
+    let TimeoutDeps {
+        store,
+        reservations,
+        ..
+    } = deps;
     let parsed = parse_each(messages, parse_payment_due);
     let mut failed = parsed.refused;
     let units = merge(
@@ -41,6 +100,8 @@ pub async fn handle_batch(
             .collect(),
     );
     let mut sales: Vec<SaleWork> = Vec::new();
+    // COD orders whose window lasts: their due message goes again.
+    let mut again: Vec<(DueOrder, Vec<String>)> = Vec::new();
     for unit in units {
         let order = match store.order(&unit.payload).await {
             Ok(Some(order)) => order,
@@ -73,13 +134,37 @@ pub async fn handle_batch(
                     user_id: order.user_id.clone(),
                     units: order.quantity,
                 },
-                order_id: order.order_id,
+                order_id: order.order_id.clone(),
             },
         };
         match order.status {
             OrderStatus::Confirmed => sales[index].to_cancel.push(unit),
             OrderStatus::Cancelled => sales[index].to_release.push(unit),
-            OrderStatus::Paid | OrderStatus::Cod | OrderStatus::Rejected => {}
+            OrderStatus::Cod if order.delivery_confirmed_at.is_some() => {}
+            OrderStatus::Cod if cod_window_ended(&order, deps.cod_window, now) => {
+                tracing::info!(order_id = %unit.marker, created_at = %order.created_at, "a COD order was not confirmed for delivery in its window: cancelling it");
+                sales[index].to_cancel.push(unit)
+            }
+            OrderStatus::Cod => again.push((
+                DueOrder {
+                    order_id: order.order_id.clone(),
+                    sale_id: order.sale_id.clone(),
+                },
+                unit.messages,
+            )),
+            OrderStatus::Paid | OrderStatus::Rejected => {}
+        }
+    }
+    let sends = crate::consumer::join_all(
+        again
+            .iter()
+            .map(|(due, _)| async move { deps.payments.payment_due(due).await }),
+    )
+    .await;
+    for ((due, messages), sent) in again.into_iter().zip(sends) {
+        if let Err(err) = sent {
+            tracing::error!(order_id = %due.order_id, error = ?err, "failed to send a COD order's PaymentDue again");
+            failed.extend(messages);
         }
     }
     for SaleWork {
@@ -127,6 +212,22 @@ pub async fn handle_batch(
     failed
 }
 
+/// The consumer's ports over `store` and `reservations`, a sink that keeps what is sent again
+/// (leaked: a test's), and a COD window that the tests' orders, created late in 2026, are
+/// all inside.
+#[cfg(test)]
+pub(crate) fn test_deps<'a>(
+    store: &'a crate::seckill::order::fake::MemoryOrders,
+    reservations: &'a crate::seckill::order::fake::MemoryReservations,
+) -> TimeoutDeps<'a> {
+    TimeoutDeps {
+        store,
+        reservations,
+        payments: Box::leak(Box::default()) as &crate::seckill::order::fake::MemoryPayments,
+        cod_window: Duration::from_secs(3_650 * 86_400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,7 +241,7 @@ mod tests {
 
     /// Runs the payment-timeout consumer on `bodies`, which must all succeed.
     async fn time_out(store: &MemoryOrders, reservations: &MemoryReservations, bodies: &[String]) {
-        let failed = handle_batch(store, reservations, batch(bodies)).await;
+        let failed = handle_batch(test_deps(store, reservations), batch(bodies)).await;
         assert!(failed.is_empty(), "{failed:?}");
     }
 
@@ -176,7 +277,8 @@ mod tests {
         for bad in crate::seckill::order::tests::NOT_ORDER_IDS {
             let mut body: serde_json::Value = serde_json::from_str(&due("o1", S1)).unwrap();
             body["payload"]["orderId"] = bad.into();
-            let failed = handle_batch(&store, &reservations, batch(&[body.to_string()])).await;
+            let failed =
+                handle_batch(test_deps(&store, &reservations), batch(&[body.to_string()])).await;
             assert_eq!(failed, ["m0"], "{bad}");
         }
         assert_eq!(store.status("o1"), Some(OrderStatus::Confirmed));
@@ -296,7 +398,7 @@ mod tests {
         assert_eq!(store.stock(S1), 5);
         assert_eq!(reservations.stock_of(S1), -5);
 
-        // Both windows end (the COD order never had one; a stray message changes nothing).
+        // Both payment windows end: the COD order's own window (a day) lasts.
         time_out(&store, &reservations, &[due("o1", S1), due("o2", S1)]).await;
         assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
         assert_eq!(store.status("o2"), Some(OrderStatus::Cod));
@@ -305,5 +407,110 @@ mod tests {
         assert_eq!(reservations.stock_of(S1), -2);
         assert_eq!(reservations.bought_of(S1, "a"), 0);
         assert_eq!(reservations.released_of(S1), ["o1"]);
+    }
+
+    #[tokio::test]
+    async fn a_cod_order_not_confirmed_for_delivery_in_its_window_is_cancelled_a_confirmed_one_kept()
+     {
+        let store = MemoryOrders::default();
+        store.add_sale_with_limit(S1, 10, 3);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
+        };
+        reservations.reserve_units(S1, "o1", "a", 0, 2);
+        reservations.reserve_units(S1, "o2", "b", 0, 1);
+        let bodies = [
+            placed_units("o1", S1, "a", 2, Some("COD")),
+            placed_units("o2", S1, "b", 1, Some("COD")),
+        ];
+        assert!(
+            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
+                .await
+                .is_empty()
+        );
+        // Each COD order's PaymentDue is on its way.
+        assert_eq!(payments.sent().len(), 2);
+        let o2 = store
+            .confirm_delivery(&oid(S1, "o2"), "2026-12-01T09:00:00Z")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            o2.delivery_confirmed_at.as_deref(),
+            Some("2026-12-01T09:00:00Z")
+        );
+        let created = store
+            .order(&oid(S1, "o1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .created_at;
+        let created = OffsetDateTime::parse(&created, &Rfc3339).unwrap();
+        let resent = MemoryPayments::default();
+        let window = Duration::from_secs(3_600);
+        let timeouts = TimeoutDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &resent,
+            cod_window: window,
+        };
+        let dues = [due("o1", S1), due("o2", S1)];
+
+        // Within the window: o1 waits, its message sent again; o2 is confirmed, nothing more.
+        let within = created + time::Duration::minutes(15);
+        assert!(
+            handle_batch_at(timeouts, batch(&dues), within)
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cod));
+        let again: Vec<String> = resent
+            .sent()
+            .iter()
+            .map(|d| d.order_id.to_string())
+            .collect();
+        assert_eq!(again, [oid(S1, "o1").to_string()]);
+
+        // Past it: o1 is cancelled, its units back in both stores; o2 is kept.
+        let past = created + window;
+        assert!(
+            handle_batch_at(timeouts, batch(&dues), past)
+                .await
+                .is_empty()
+        );
+        assert_eq!(store.status("o1"), Some(OrderStatus::Cancelled));
+        assert_eq!(store.status("o2"), Some(OrderStatus::Cod));
+        assert_eq!(store.stock(S1), 9);
+        assert_eq!((store.units(S1, "a"), store.units(S1, "b")), (0, 1));
+        assert_eq!(reservations.released_of(S1), ["o1"]);
+        assert_eq!(resent.sent().len(), 1, "nothing sent again past the window");
+        // Confirming a cancelled order changes nothing.
+        let late = store
+            .confirm_delivery(&oid(S1, "o1"), "2026-12-02T09:00:00Z")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(late.status, OrderStatus::Cancelled);
+        assert_eq!(late.delivery_confirmed_at, None);
+    }
+
+    #[test]
+    fn the_cod_window_is_a_day_unless_set_and_never_zero() {
+        let env = |value: &str| Env::from_pairs([("COD_CONFIRM_WINDOW_SECONDS", value)]);
+        assert_eq!(
+            cod_window_from_env(&Env::from_pairs([])).unwrap(),
+            Duration::from_secs(86_400)
+        );
+        assert_eq!(
+            cod_window_from_env(&env("90")).unwrap(),
+            Duration::from_secs(90)
+        );
+        assert!(cod_window_from_env(&env("0")).is_err());
+        assert!(cod_window_from_env(&env("soon")).is_err());
     }
 }
