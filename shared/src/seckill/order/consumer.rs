@@ -7,9 +7,9 @@
 //! what a message says: an order whose reservation names another buyer or quantity than its
 //! message, or that Redis knows nothing of, is refused (handed back, and in the end the DLQ's:
 //! `OrdersRefused`, `ForgedOrderAlarm`) and writes nothing, unless the message carries the
-//! order route's seal ([`crate::seckill::admission::seal`]): a sealed order that Redis forgot (it lost its
-//! data after the admission) is still materialized, under DynamoDB's guards. A seal that does
-//! not verify is refused whatever Redis holds. An
+//! order route's seal ([`crate::seckill::admission::seal`]): a sealed order that Redis forgot
+//! (it lost its data after the admission) is still materialized, under DynamoDB's guards. A
+//! seal that does not verify is refused whatever Redis holds. An
 //! order whose unit was already released (the reconciliation gave it up after its grace
 //! period while the queue lagged, or the order route after a send that failed ambiguously) is
 //! put as REJECTED, with no stock change and no further release: its unit is back in Redis
