@@ -19,6 +19,7 @@ mod decoupling;
 mod follow;
 mod hostile;
 mod hot_keys;
+mod journey;
 mod metrics;
 mod payment;
 mod redis_loss;
