@@ -271,6 +271,36 @@ mod tests {
         (store, reservations)
     }
 
+    /// A sale with a per-user limit of 3 and these `(order, buyer, units, payment method)`
+    /// orders reserved and materialized; the sink of their `PaymentDue`s.
+    async fn materialized(
+        orders: &[(&str, &str, u32, &str)],
+    ) -> (MemoryOrders, MemoryReservations, MemoryPayments) {
+        let store = MemoryOrders::default();
+        store.add_sale_with_limit(S1, 10, 3);
+        let reservations = MemoryReservations::default();
+        let payments = MemoryPayments::default();
+        let bodies: Vec<String> = orders
+            .iter()
+            .map(|(order, user, units, method)| {
+                reservations.reserve_units(S1, order, user, 0, *units);
+                placed_units(order, S1, user, *units, Some(method))
+            })
+            .collect();
+        let deps = OrderDeps {
+            store: &store,
+            reservations: &reservations,
+            payments: &payments,
+            seal: crate::seckill::admission::seal::Seal::for_tests(),
+        };
+        assert!(
+            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
+                .await
+                .is_empty()
+        );
+        (store, reservations, payments)
+    }
+
     #[tokio::test]
     async fn a_payment_due_whose_order_id_is_no_order_id_is_refused_not_applied() {
         let (store, reservations) = confirmed(&[("o1", "a")]).await;
@@ -374,27 +404,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_unpaid_order_of_several_units_gives_them_all_back_and_cod_is_left_alone() {
-        let store = MemoryOrders::default();
-        store.add_sale_with_limit(S1, 10, 3);
-        let reservations = MemoryReservations::default();
-        let payments = MemoryPayments::default();
-        let deps = OrderDeps {
-            store: &store,
-            reservations: &reservations,
-            payments: &payments,
-            seal: crate::seckill::admission::seal::Seal::for_tests(),
-        };
-        reservations.reserve_units(S1, "o1", "a", 0, 3);
-        reservations.reserve_units(S1, "o2", "b", 0, 2);
-        let bodies = [
-            placed_units("o1", S1, "a", 3, Some("ONLINE")),
-            placed_units("o2", S1, "b", 2, Some("COD")),
-        ];
-        assert!(
-            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
-                .await
-                .is_empty()
-        );
+        let (store, reservations, _) =
+            materialized(&[("o1", "a", 3, "ONLINE"), ("o2", "b", 2, "COD")]).await;
         assert_eq!(store.stock(S1), 5);
         assert_eq!(reservations.stock_of(S1), -5);
 
@@ -412,27 +423,8 @@ mod tests {
     #[tokio::test]
     async fn a_cod_order_not_confirmed_for_delivery_in_its_window_is_cancelled_a_confirmed_one_kept()
      {
-        let store = MemoryOrders::default();
-        store.add_sale_with_limit(S1, 10, 3);
-        let reservations = MemoryReservations::default();
-        let payments = MemoryPayments::default();
-        let deps = OrderDeps {
-            store: &store,
-            reservations: &reservations,
-            payments: &payments,
-            seal: crate::seckill::admission::seal::Seal::for_tests(),
-        };
-        reservations.reserve_units(S1, "o1", "a", 0, 2);
-        reservations.reserve_units(S1, "o2", "b", 0, 1);
-        let bodies = [
-            placed_units("o1", S1, "a", 2, Some("COD")),
-            placed_units("o2", S1, "b", 1, Some("COD")),
-        ];
-        assert!(
-            consumer::handle_batch(deps, crate::testing::sealed_batch(&bodies))
-                .await
-                .is_empty()
-        );
+        let (store, reservations, payments) =
+            materialized(&[("o1", "a", 2, "COD"), ("o2", "b", 1, "COD")]).await;
         // Each COD order's PaymentDue is on its way.
         assert_eq!(payments.sent().len(), 2);
         let o2 = store
