@@ -170,7 +170,7 @@ mod tests {
         let request = request_with_authorizer(json!(null));
         let err = Caller::from_request(&request).unwrap_err();
         assert_eq!(err.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(err.code(), "UNAUTHENTICATED");
+        assert_eq!(err.code(), crate::error_code::ErrorCode::Unauthenticated);
     }
 
     #[test]

@@ -13,18 +13,19 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::emf;
+use crate::error_code::ErrorCode;
 
 /// An error answer: status, a stable machine-readable code and a message for people.
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: ErrorCode,
     message: String,
     cause: Option<anyhow::Error>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
@@ -34,13 +35,13 @@ impl ApiError {
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
     }
 
     pub fn unauthenticated() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
-            "UNAUTHENTICATED",
+            ErrorCode::Unauthenticated,
             "a valid bearer token is required",
         )
     }
@@ -48,21 +49,21 @@ impl ApiError {
     pub fn forbidden() -> Self {
         Self::new(
             StatusCode::FORBIDDEN,
-            "FORBIDDEN",
+            ErrorCode::Forbidden,
             "this route is for operators only",
         )
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
+        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
     }
 
-    /// A temporary refusal that the client may retry, e.g. code `RETRY`.
-    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+    /// A temporary refusal that the client may retry, e.g. [`ErrorCode::Retry`].
+    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
@@ -71,7 +72,7 @@ impl ApiError {
     pub fn store_unavailable(cause: impl Into<anyhow::Error>) -> Self {
         Self {
             status: StatusCode::SERVICE_UNAVAILABLE,
-            code: "RETRY",
+            code: ErrorCode::Retry,
             message: "briefly unavailable, please retry".to_owned(),
             cause: Some(cause.into()),
         }
@@ -87,7 +88,7 @@ impl ApiError {
         }
         Self {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: "INTERNAL",
+            code: ErrorCode::Internal,
             message: "internal error".to_owned(),
             cause: Some(cause),
         }
@@ -97,7 +98,7 @@ impl ApiError {
         self.status
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         self.code
     }
 
@@ -114,7 +115,7 @@ impl ApiError {
             self.status,
             &ErrorBody {
                 error: ErrorDetail {
-                    code: self.code,
+                    code: self.code.as_str(),
                     message: &self.message,
                 },
             },
@@ -241,7 +242,7 @@ pub fn refuse_large_body(request: &Request) -> Result<(), ApiError> {
     if size > MAX_BODY_BYTES {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
+            ErrorCode::PayloadTooLarge,
             format!("the request body is {size} bytes; at most {MAX_BODY_BYTES} are accepted"),
         ));
     }
@@ -287,7 +288,7 @@ pub fn refuse_foreign_origin(request: &Request, expected: Option<&str>) -> Resul
     } else {
         Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "FORBIDDEN",
+            ErrorCode::Forbidden,
             "requests are taken only through the shop's own address",
         ))
     }
@@ -362,7 +363,7 @@ where
         };
         let (outcome, response) = match answer {
             Ok(response) => ("OK", response),
-            Err(err) => (err.code(), err.into_response()),
+            Err(err) => (err.code().as_str(), err.into_response()),
         };
         emf::request(outcome, started.elapsed());
         response
@@ -397,7 +398,7 @@ mod tests {
         assert!(refuse_large_body(&Request::default()).is_ok());
         let err = refuse_large_body(&request(MAX_BODY_BYTES + 1)).unwrap_err();
         assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(err.code(), "PAYLOAD_TOO_LARGE");
+        assert_eq!(err.code(), ErrorCode::PayloadTooLarge);
         assert_eq!(
             err.message(),
             "the request body is 16385 bytes; at most 16384 are accepted"
@@ -427,7 +428,7 @@ mod tests {
         ] {
             let err = refuse_foreign_origin(&request(sent), secret).unwrap_err();
             assert_eq!(err.status(), StatusCode::FORBIDDEN, "{sent:?}");
-            assert_eq!(err.code(), "FORBIDDEN");
+            assert_eq!(err.code(), ErrorCode::Forbidden);
         }
         // No distribution in front (sam local): no check.
         assert!(refuse_foreign_origin(&request(None), None).is_ok());
@@ -463,7 +464,8 @@ mod tests {
 
     #[test]
     fn an_error_answers_with_the_contract_body() {
-        let response = ApiError::conflict("SOLD_OUT", "the sale is sold out").into_response();
+        let response =
+            ApiError::conflict(ErrorCode::SoldOut, "the sale is sold out").into_response();
         assert_eq!(response.status(), StatusCode::CONFLICT);
         assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
         assert_eq!(

@@ -22,6 +22,8 @@
 //! - [`admin_mfa`] (domain, port, adapter): the Cognito trigger that keeps `admin` out of
 //!   tokens without MFA.
 //! - [`http`] (routes): JSON in and out, and the error body and status of every route.
+//! - [`error_code`] (routes): every error code the API answers with, the list `openapi.yaml`'s
+//!   error schema enumerates.
 //! - [`ids`] (domain): every identifier, parsed once at the boundary: users, sales, orders.
 //! - [`events`] (domain): every event on the queues, of both products, in its versioned
 //!   envelope.
@@ -57,6 +59,7 @@ pub mod consumer;
 pub mod cursor;
 pub mod dynamo;
 pub mod emf;
+pub mod error_code;
 pub mod events;
 pub mod fault;
 pub mod http;

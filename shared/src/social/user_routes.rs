@@ -5,6 +5,7 @@ use super::follow::{
 };
 use super::profile::{DisplayName, ProfileStore};
 use crate::auth::Caller;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, page_query, parse_body, path_id};
 use crate::ids::UserId;
 use lambda_http::http::StatusCode;
@@ -40,18 +41,22 @@ impl From<FollowError> for ApiError {
         let message = err.to_string();
         match err {
             FollowError::SelfFollow => {
-                ApiError::new(StatusCode::BAD_REQUEST, "SELF_FOLLOW", message)
+                ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::SelfFollow, message)
             }
             FollowError::UnknownUser(_) => ApiError::not_found(message),
-            FollowError::TargetInactive(_) => ApiError::conflict("TARGET_INACTIVE", message),
-            FollowError::ProfileRequired => ApiError::conflict("PROFILE_REQUIRED", message),
-            FollowError::RateLimited { .. } => {
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+            FollowError::TargetInactive(_) => {
+                ApiError::conflict(ErrorCode::TargetInactive, message)
             }
+            FollowError::ProfileRequired => ApiError::conflict(ErrorCode::ProfileRequired, message),
+            FollowError::RateLimited { .. } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::RateLimited,
+                message,
+            ),
             FollowError::FollowingLimitReached { .. } => {
-                ApiError::conflict("FOLLOWING_LIMIT_REACHED", message)
+                ApiError::conflict(ErrorCode::FollowingLimitReached, message)
             }
-            FollowError::Busy => ApiError::unavailable("RETRY", message),
+            FollowError::Busy => ApiError::unavailable(ErrorCode::Retry, message),
             FollowError::InvalidCursor(_) => ApiError::bad_request(message),
             FollowError::Store(err) => ApiError::internal(err),
         }

@@ -5,6 +5,7 @@
 use crate::auth::Caller;
 use crate::clock::epoch_ms;
 use crate::config::{ConfigError, Env};
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, parse_body, record_id};
 use crate::ids::{OrderId, SaleId};
 use crate::seckill::admission::checkout::{Checkout, CheckoutDto};
@@ -42,29 +43,36 @@ impl From<PlaceOrderError> for ApiError {
         let message = err.to_string();
         match err {
             PlaceOrderError::UnknownSale => ApiError::not_found(message),
-            PlaceOrderError::NotStarted => ApiError::conflict("NOT_STARTED", message),
-            PlaceOrderError::Ended => ApiError::conflict("ENDED", message),
-            PlaceOrderError::NotReserved => ApiError::conflict("NOT_RESERVED", message),
-            PlaceOrderError::LimitReached { .. } => ApiError::conflict("LIMIT_REACHED", message),
-            PlaceOrderError::SoldOut => ApiError::conflict("SOLD_OUT", message),
+            PlaceOrderError::NotStarted => ApiError::conflict(ErrorCode::NotStarted, message),
+            PlaceOrderError::Ended => ApiError::conflict(ErrorCode::Ended, message),
+            PlaceOrderError::NotReserved => ApiError::conflict(ErrorCode::NotReserved, message),
+            PlaceOrderError::LimitReached { .. } => {
+                ApiError::conflict(ErrorCode::LimitReached, message)
+            }
+            PlaceOrderError::SoldOut => ApiError::conflict(ErrorCode::SoldOut, message),
             PlaceOrderError::NotEnoughStock { .. } => {
-                ApiError::conflict("NOT_ENOUGH_STOCK", message)
+                ApiError::conflict(ErrorCode::NotEnoughStock, message)
             }
             PlaceOrderError::KeyReused => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "IDEMPOTENCY_KEY_REUSED",
+                ErrorCode::IdempotencyKeyReused,
                 message,
             ),
-            PlaceOrderError::RateLimited => {
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
-            }
-            PlaceOrderError::Unavailable(_) => ApiError::unavailable("RETRY", message),
+            PlaceOrderError::RateLimited => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::RateLimited,
+                message,
+            ),
+            PlaceOrderError::Unavailable(_) => ApiError::unavailable(ErrorCode::Retry, message),
             PlaceOrderError::Admission(err) => {
                 // Redis, the admission store, failing or unreachable (restarting, failing
                 // over): the buyer was told nothing, and a retry may succeed. The cause is
                 // logged, never shown.
                 tracing::error!(error = ?anyhow::Error::from(err), "the admission store failed");
-                ApiError::unavailable("RETRY", "the sale is briefly unavailable, please retry")
+                ApiError::unavailable(
+                    ErrorCode::Retry,
+                    "the sale is briefly unavailable, please retry",
+                )
             }
         }
     }

@@ -5,6 +5,7 @@
 
 use crate::auth::Caller;
 use crate::clock::epoch_ms;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, page_query, parse_body, query_parameter};
 use crate::seckill::office::figures::{self, SaleLedger};
 use crate::seckill::office::{
@@ -24,9 +25,9 @@ impl From<OfficeError> for ApiError {
         match err {
             OfficeError::Cursor(_) | OfficeError::Invalid(_) => ApiError::bad_request(message),
             OfficeError::NotFound(_) => ApiError::not_found(message),
-            OfficeError::NotDraft(..) => ApiError::conflict("NOT_DRAFT", message),
-            OfficeError::NotPublished(_) => ApiError::conflict("NOT_PUBLISHED", message),
-            OfficeError::AlreadyOver(..) => ApiError::conflict("ENDED", message),
+            OfficeError::NotDraft(..) => ApiError::conflict(ErrorCode::NotDraft, message),
+            OfficeError::NotPublished(_) => ApiError::conflict(ErrorCode::NotPublished, message),
+            OfficeError::AlreadyOver(..) => ApiError::conflict(ErrorCode::Ended, message),
             OfficeError::Store(err) => ApiError::store_unavailable(err),
         }
     }

@@ -6,6 +6,7 @@
 
 use crate::auth::Caller;
 use crate::emf;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, parse_body, record_id};
 use crate::http::{page_query, path_parameter};
 use crate::ids::{OrderId, valid_id};
@@ -25,8 +26,8 @@ use time::OffsetDateTime;
 impl From<SignatureError> for ApiError {
     fn from(err: SignatureError) -> Self {
         let code = match err {
-            SignatureError::Stale => "STALE_SIGNATURE",
-            SignatureError::Malformed | SignatureError::Mismatch => "BAD_SIGNATURE",
+            SignatureError::Stale => ErrorCode::StaleSignature,
+            SignatureError::Malformed | SignatureError::Mismatch => ErrorCode::BadSignature,
         };
         ApiError::new(StatusCode::UNAUTHORIZED, code, err.to_string())
     }
@@ -105,7 +106,7 @@ fn settled_or_refused(order: &Order) -> Result<Response<Body>, ApiError> {
     match order.status {
         status if status.is_settled() => Ok(json(StatusCode::OK, order)),
         status => Err(ApiError::conflict(
-            "ORDER_NOT_PAYABLE",
+            ErrorCode::OrderNotPayable,
             format!("the order is {}", status.as_str()),
         )),
     }
@@ -146,7 +147,7 @@ pub async fn pay_order(route: &PayRoute<'_>, request: Request) -> Result<Respons
         PaymentMethod::Online => {
             let provider = route.provider.ok_or_else(|| {
                 ApiError::unavailable(
-                    "PAYMENT_UNAVAILABLE",
+                    ErrorCode::PaymentUnavailable,
                     "online payment is not available on this stack; pay cash on delivery",
                 )
             })?;
@@ -166,7 +167,7 @@ pub async fn pay_order(route: &PayRoute<'_>, request: Request) -> Result<Respons
                 let redirect_url = provider.open(&session).await.map_err(|err| {
                     tracing::error!(error = ?err, "the payment provider failed");
                     ApiError::unavailable(
-                        "RETRY",
+                        ErrorCode::Retry,
                         "the payment provider is unavailable, please retry",
                     )
                 })?;
@@ -249,7 +250,7 @@ pub async fn confirm_delivery(
         None => Err(ApiError::not_found("no such order")),
         Some(order) if order.status == OrderStatus::Cod => Ok(json(StatusCode::OK, &order)),
         Some(order) => Err(ApiError::conflict(
-            "ORDER_NOT_COD",
+            ErrorCode::OrderNotCod,
             format!(
                 "the order is {}: only an order kept for cash on delivery is confirmed for delivery",
                 order.status.as_str()
@@ -283,16 +284,17 @@ pub async fn settle_refund(
         Ok(refund) => Ok(json(StatusCode::OK, &refund)),
         Err(SettleRefundError::UnknownRefund) => Err(ApiError::not_found("no such refund")),
         Err(err @ SettleRefundError::NoProvider) => Err(ApiError::unavailable(
-            "PAYMENT_UNAVAILABLE",
+            ErrorCode::PaymentUnavailable,
             err.to_string(),
         )),
-        Err(err @ SettleRefundError::PaymentRefunded { .. }) => {
-            Err(ApiError::conflict("PAYMENT_REFUNDED", err.to_string()))
-        }
+        Err(err @ SettleRefundError::PaymentRefunded { .. }) => Err(ApiError::conflict(
+            ErrorCode::PaymentRefunded,
+            err.to_string(),
+        )),
         Err(SettleRefundError::Provider(cause)) => {
             tracing::error!(error = ?cause, "the payment provider failed to refund");
             Err(ApiError::unavailable(
-                "RETRY",
+                ErrorCode::Retry,
                 "the payment provider is unavailable, please retry",
             ))
         }

@@ -23,6 +23,7 @@
 //! to theirs); the domain ([`crate::seckill::payment`]) does not change.
 
 use crate::auth::Caller;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, parse_body, path_parameter, query_parameter, record_id};
 use crate::ids::{OrderId, PaymentId, valid_id};
 use crate::layout::escape;
@@ -180,7 +181,7 @@ pub async fn notice(
     };
     if order.status != OrderStatus::Confirmed {
         return Err(ApiError::conflict(
-            "ORDER_NOT_PAYABLE",
+            ErrorCode::OrderNotPayable,
             format!(
                 "the order is {}: it is not awaiting a payment",
                 order.status.as_str()
@@ -189,7 +190,7 @@ pub async fn notice(
     }
     if order.payment_id.as_deref() != Some(payment_id.as_str()) {
         return Err(ApiError::conflict(
-            "NOT_THE_ORDERS_PAYMENT",
+            ErrorCode::NotTheOrdersPayment,
             format!(
                 "{payment_id} is not the payment opened for this order: pay it from the \
                  order's page (POST /orders/{{orderId}}/pay)"

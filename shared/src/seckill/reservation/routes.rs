@@ -4,6 +4,7 @@
 
 use crate::auth::Caller;
 use crate::clock::now_epoch_ms;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json};
 use crate::ids::SaleId;
 use crate::seckill::reservation::{
@@ -26,10 +27,12 @@ impl From<ReservationError> for ApiError {
         match err {
             ReservationError::UnknownSale(_) => ApiError::not_found(message),
             ReservationError::NotRequired => {
-                ApiError::conflict("RESERVATION_NOT_REQUIRED", message)
+                ApiError::conflict(ErrorCode::ReservationNotRequired, message)
             }
-            ReservationError::NotOpen(_) => ApiError::conflict("RESERVATION_NOT_OPEN", message),
-            ReservationError::Closed => ApiError::conflict("RESERVATION_CLOSED", message),
+            ReservationError::NotOpen(_) => {
+                ApiError::conflict(ErrorCode::ReservationNotOpen, message)
+            }
+            ReservationError::Closed => ApiError::conflict(ErrorCode::ReservationClosed, message),
             ReservationError::Store(err) => ApiError::store_unavailable(err),
         }
     }

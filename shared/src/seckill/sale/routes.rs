@@ -5,6 +5,7 @@
 
 use crate::auth::Caller;
 use crate::clock::epoch_ms;
+use crate::error_code::ErrorCode;
 use crate::http::{ApiError, json, parse_body, path_id, record_id};
 use crate::ids::SaleId;
 use crate::seckill::sale::page::PageRequests;
@@ -100,13 +101,15 @@ pub async fn publish_sale(
     match sale::publish(route.store, route.cache, route.pages, &id, &now).await {
         Ok(sale) => Ok(json(StatusCode::OK, &sale_body(&sale))),
         Err(err @ PublishError::NotFound(_)) => Err(ApiError::not_found(err.to_string())),
-        Err(err @ PublishError::Ended(_)) => Err(ApiError::conflict("ENDED", err.to_string())),
+        Err(err @ PublishError::Ended(_)) => {
+            Err(ApiError::conflict(ErrorCode::Ended, err.to_string()))
+        }
         // The table or the cache failing: publishing again is how the operator retries.
         Err(PublishError::Store(err)) => Err(ApiError::store_unavailable(err)),
         Err(PublishError::Page(err)) => {
             tracing::error!(error = ?anyhow::Error::from(err), "the sale page was not written");
             Err(ApiError::unavailable(
-                "RETRY",
+                ErrorCode::Retry,
                 "the sale is published but its page could not be queued; publish it again",
             ))
         }
