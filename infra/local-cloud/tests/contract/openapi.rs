@@ -1,7 +1,9 @@
 //! `openapi.yaml` against `template.yaml`: the same (method, path) set, the same authorizers,
-//! and a document that a client generator or schemathesis can trust.
+//! the error codes the functions answer, and a document that a client generator or
+//! schemathesis can trust.
 
 use crate::support::{entries, project_model, yaml};
+use app::error_code::ErrorCode;
 use local_cloud::model::EventSpec;
 use std::collections::{BTreeMap, BTreeSet};
 use yaml_serde::Value;
@@ -237,6 +239,28 @@ fn the_error_body_is_the_contract_one() {
         Value::from(vec!["code", "message"])
     );
     assert_eq!(error["additionalProperties"], false);
+}
+
+/// A client switches on the code, and schemathesis rejects an answer whose code the schema
+/// does not list: the schema's `enum` is exactly the codes a function can answer.
+#[test]
+fn the_error_schema_enumerates_exactly_the_codes_the_functions_answer() {
+    let doc = yaml("openapi.yaml");
+    let code = &doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"];
+    let listed: BTreeSet<&str> = code["enum"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("the Error schema's code has no enum: {code:?}"))
+        .iter()
+        .map(|value| value.as_str().expect("an error code is a string"))
+        .collect();
+    let answered: BTreeSet<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+    let unlisted: Vec<_> = answered.difference(&listed).collect();
+    let phantom: Vec<_> = listed.difference(&answered).collect();
+    assert!(
+        unlisted.is_empty() && phantom.is_empty(),
+        "answered by the functions (app::error_code::ErrorCode) but not in openapi.yaml's Error \
+         schema: {unlisted:?}; in openapi.yaml but answered by no function: {phantom:?}"
+    );
 }
 
 /// Whether `schema` is, or offers through `anyOf`/`oneOf`, API Gateway's `{"message"}` body.
