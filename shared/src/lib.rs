@@ -41,9 +41,11 @@
 //! - [`retry`] (domain): capped exponential backoff with full jitter, for what AWS refuses
 //!   for a moment (transaction conflicts, throttling).
 //! - [`dynamo`], [`queue`], [`script`] (adapters): DynamoDB transactions, reads, paged
-//!   queries and attributes, SQS queues, Redis Lua scripts.
-//! - [`sample_events`] (tests, tools): the sample events of `events/` for invoking the
-//!   functions that are not HTTP routes by hand, and their builders.
+//!   queries and attributes (`dynamo/through_the_sdk.rs` tests its retries against the SDK's
+//!   own parsing of DynamoDB's errors), SQS queues, Redis Lua scripts.
+//! - [`sample_events`] (tests, tools): the builders of the events AWS delivers to the
+//!   functions that are not HTTP routes, and (`samples.rs`) the set of them in `events/`, for
+//!   invoking those functions by hand.
 //! - `testing` (tests only): helpers of the unit tests.
 //!
 //! The domain modules never name an AWS or Redis type: they take small port traits, and the
