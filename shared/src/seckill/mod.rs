@@ -6,9 +6,11 @@
 //! One folder per concern. In each, `mod.rs` is the domain and its ports (traits that name no
 //! AWS or Redis type), the adapters are named by the technology they speak (`dynamo.rs`,
 //! `redis.rs`, `sqs.rs`, `s3.rs`, `elasticache.rs`), `routes.rs` translates HTTP to domain
-//! calls and `fake.rs` holds the in-memory fakes of its ports for unit tests. A concern uses
-//! only the concerns listed before it, never one after it (a contract test checks), so that
-//! each can be read with what it builds on:
+//! calls and `fake.rs` holds the in-memory fakes of its ports for unit tests. A file grown
+//! past one concern becomes a folder of that name: `order/dynamo/` keeps the refund records in
+//! `refunds.rs`, `order/fake/` a file per store it fakes (`orders.rs`, `reservations.rs`). A
+//! concern uses only the concerns listed before it, never one after it (a contract test
+//! checks), so that each can be read with what it builds on:
 //!
 //! 1. [`sale`]: a sale's rules and lifecycle, the buyer's view of it, its detail page
 //!    rendered in one pass with every value escaped; the `SaleStore`, `SaleCache`,
