@@ -1,7 +1,8 @@
 //! The flash-sale product's layout holds: one folder per concern, and the concerns in one
 //! order, each using only those before it (`shared/src/seckill/mod.rs` lists them), so that
 //! a change to a concern cannot reach back into what it builds on and the fakes, adapters and
-//! routes of one concern are found beside its domain.
+//! routes of one concern are found beside its domain; and no hand-written file of code is
+//! longer than a reader can take in as one concern.
 
 use crate::support::root;
 use std::collections::BTreeSet;
@@ -164,4 +165,89 @@ fn a_function_is_only_its_main_and_holds_no_test() {
         functions += 1;
     }
     assert!(functions > 30, "{functions} functions");
+}
+
+/// The most lines a hand-written file of code holds: past it, a file holds more than one
+/// concern, and a reader looking for one has to read the others. A long file is split by
+/// concern into a folder module, its tests beside what they test.
+const MAX_LINES: usize = 800;
+
+/// The extensions of code. The specifications (`template.yaml`, `openapi.yaml`) are as long
+/// as what they specify, and the documents as what they explain: neither is code.
+const CODE: [&str; 8] = ["rs", "sh", "py", "js", "ts", "html", "css", "toml"];
+
+/// Generated files of code, which no one edits by hand and which may be longer: each with
+/// what writes it. There are none: the sample events a test writes are JSON in `events/`.
+const GENERATED: &[&str] = &[];
+
+/// The files of `paths` (relative to the root) that are code and longer than [`MAX_LINES`],
+/// the generated ones left out, with their lengths.
+fn too_long(paths: &[(&str, usize)]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|(path, _)| {
+            Path::new(path)
+                .extension()
+                .is_some_and(|ext| CODE.iter().any(|code| ext == *code))
+        })
+        .filter(|(path, _)| !GENERATED.contains(path))
+        .filter(|(_, lines)| *lines > MAX_LINES)
+        .map(|(path, lines)| format!("{path}: {lines} lines"))
+        .collect()
+}
+
+#[test]
+fn no_hand_written_file_of_code_is_longer_than_the_limit() {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("git lists the tracked files");
+    assert!(listed.status.success(), "git ls-files: {listed:?}");
+    let names: Vec<String> = listed
+        .stdout
+        .split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| String::from_utf8_lossy(name).into_owned())
+        .collect();
+    // A tracked file deleted in the work tree has no length to check.
+    let lengths: Vec<(&str, usize)> = names
+        .iter()
+        .filter_map(|name| {
+            let text = std::fs::read_to_string(root().join(name)).ok()?;
+            Some((name.as_str(), text.lines().count()))
+        })
+        .collect();
+    assert!(
+        lengths.iter().any(|(name, _)| *name == "shared/src/lib.rs"),
+        "the listing holds the code"
+    );
+    let long = too_long(&lengths);
+    assert!(
+        long.is_empty(),
+        "split each by concern into a folder module: {long:#?}"
+    );
+    for generated in GENERATED {
+        assert!(
+            names.iter().any(|name| name == generated),
+            "{generated} is no longer tracked: take it off GENERATED"
+        );
+    }
+}
+
+#[test]
+fn the_line_limit_check_sees_long_code_only() {
+    assert_eq!(
+        too_long(&[
+            ("shared/src/long.rs", MAX_LINES + 1),
+            ("shared/src/full.rs", MAX_LINES),
+            ("template.yaml", 5 * MAX_LINES),
+            ("docs/guide.md", 2 * MAX_LINES),
+            ("shop/page.js", 2 * MAX_LINES),
+        ]),
+        [
+            format!("shared/src/long.rs: {} lines", MAX_LINES + 1),
+            format!("shop/page.js: {} lines", 2 * MAX_LINES),
+        ]
+    );
 }
