@@ -4,7 +4,7 @@
 //! `throttling.rs`, the follow limits in `follow.rs`.
 
 use crate::follow::sign_up;
-use crate::hostile::{Raw, WAIT, assert_error, bearer, rfc3339, sale_body, user_token};
+use crate::hostile::{Raw, WAIT, assert_error, bearer, phone_sale, user_token};
 use crate::support::{Api, eventually, options, report, start, start_with, unique_stack};
 use serde_json::json;
 use std::time::Duration;
@@ -204,13 +204,14 @@ async fn marking_100_unknown_notifications_read_costs_a_bounded_number_of_transa
     cloud.stop().await;
 }
 
-/// Creates and publishes a sale like [`sale_body`]'s, but open from `starts` for an hour;
+/// Creates and publishes a [`phone_sale`], but open from `starts` for an hour;
 /// answers its id.
 async fn published_sale(operator: &Api, starts: OffsetDateTime) -> String {
-    let mut body = sale_body();
-    body["startsAt"] = json!(rfc3339(starts));
-    body["endsAt"] = json!(rfc3339(starts + time::Duration::hours(1)));
-    crate::seckill::create_and_publish(operator, body).await
+    phone_sale()
+        .starts_at(starts)
+        .ends_at(starts + time::Duration::hours(1))
+        .publish(operator)
+        .await
 }
 
 #[tokio::test]

@@ -3,23 +3,18 @@
 //! sale early while buyers order; the listing and the detail then say ENDED, later attempts
 //! answer 409 `ENDED`, and the orders admitted before the end are confirmed and can be paid.
 
-use crate::seckill::{WAIT, buyers, create_and_publish, crowd, detail, dynamodb_stock, settled};
-use crate::support::{Api, eventually, options, start, status_and_code, unique_stack};
+use crate::seckill::{WAIT, buyers, crowd, detail, dynamodb_stock, settled};
+use crate::support::{
+    Api, SaleBuilder, eventually, options, sale, start, status_and_code, unique_stack,
+};
 use serde_json::{Value, json};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
-fn sale_body(title: &str, stock: u32, starts_in_s: i64) -> Value {
-    let now = OffsetDateTime::now_utc();
-    json!({
-        "productId": "p-1",
-        "title": title,
-        "priceCents": 1999,
-        "stock": stock,
-        "perUserLimit": 1,
-        "startsAt": (now + time::Duration::seconds(starts_in_s)).format(&Rfc3339).unwrap(),
-        "endsAt": (now + time::Duration::hours(1)).format(&Rfc3339).unwrap(),
-    })
+/// A sale of `stock` titled `title`, opening `starts_in_s` seconds from now.
+fn titled(title: &str, stock: u32, starts_in_s: i64) -> SaleBuilder {
+    sale()
+        .title(title)
+        .stock(stock)
+        .starts_in(time::Duration::seconds(starts_in_s))
 }
 
 /// The listing's entry of `sale`, once the (eventually consistent) index shows it in `state`.
@@ -48,15 +43,7 @@ async fn operators_list_edit_and_end_sales_and_the_listing_follows() {
     let public = Api::new(&cloud, None);
 
     // A draft, edited, never listed on the home page; two published sales, one upcoming.
-    let (status, draft) = operator
-        .call(
-            "POST",
-            "/seckill/activities",
-            Some(sale_body("Draft", 5, 60)),
-        )
-        .await;
-    assert_eq!(status, 201, "{draft}");
-    let draft_id = draft["id"].as_str().unwrap();
+    let draft_id = titled("Draft", 5, 60).create(&operator).await;
     let (status, edited) = operator
         .call(
             "PATCH",
@@ -77,8 +64,8 @@ async fn operators_list_edit_and_end_sales_and_the_listing_follows() {
         )
         .await;
     assert_eq!(status_and_code(&refused), (400, Some("BAD_REQUEST")));
-    let upcoming = create_and_publish(&operator, sale_body("Upcoming", 5, 600)).await;
-    let live = create_and_publish(&operator, sale_body("Live", 40, -60)).await;
+    let upcoming = titled("Upcoming", 5, 600).publish(&operator).await;
+    let live = titled("Live", 40, -60).publish(&operator).await;
 
     // The back office: newest first, drafts included, by state, paged.
     let (status, page) = operator
@@ -128,7 +115,10 @@ async fn operators_list_edit_and_end_sales_and_the_listing_follows() {
     listed(&public, &upcoming, "UPCOMING").await;
     listed(&public, &live, "ONGOING").await;
     let (_, listing) = public.call("GET", "/seckill/listing", None).await;
-    assert!(!listing.to_string().contains(draft_id), "{listing}");
+    assert!(
+        !listing.to_string().contains(draft_id.as_str()),
+        "{listing}"
+    );
 
     // Buyers order while the operator ends the live sale.
     let crowd_buyers = buyers("early", 10);

@@ -10,8 +10,8 @@
 //! other test.
 
 use crate::redis_loss::{OwnRedis, redis_stock_is};
-use crate::seckill::{WAIT, buyers, crowd, dynamodb_stock, open_sale, settled};
-use crate::support::{Api, report, sdk, start};
+use crate::seckill::{WAIT, buyers, crowd, dynamodb_stock, settled};
+use crate::support::{Api, report, sale, sdk, start};
 use bytes::Bytes;
 use local_cloud::cloud::LocalCloud;
 use serde_json::{Value, json};
@@ -104,7 +104,11 @@ async fn a_failover_event_restores_an_emptied_cache_and_caps_a_stale_stock() {
         .disabled_sources
         .push("ReconcileFunction".to_owned());
     let cloud = start(options).await;
-    let sale = open_sale(&cloud, STOCK as u32, 1).await;
+    let sale = sale()
+        .stock(STOCK as u32)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let mut held = Vec::new();
 
     let (first, rejected) = crowd(&cloud, &sale, &buyers("a", 4)).await;

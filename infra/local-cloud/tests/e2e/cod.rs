@@ -2,8 +2,8 @@
 //! delivery within the stack's COD window is cancelled and its units go back on sale; one an
 //! operator confirmed is kept (issue 40).
 
-use crate::seckill::{WAIT, detail, dynamodb_stock, open_sale, order_status};
-use crate::support::{Api, eventually, start_with, status_and_code};
+use crate::seckill::{WAIT, detail, dynamodb_stock, order_status};
+use crate::support::{Api, eventually, sale, start_with, status_and_code};
 use serde_json::json;
 use std::time::Duration;
 
@@ -17,7 +17,11 @@ async fn a_cod_order_no_operator_confirms_expires_and_a_confirmed_one_is_kept() 
         ],
     )
     .await;
-    let sale = open_sale(&cloud, 4, 2).await;
+    let sale = sale()
+        .stock(4)
+        .per_user_limit(2)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let path = format!("/seckill/activities/{sale}/orders");
     let address = json!({"recipient": "Cara Bot", "line1": "1 Main St", "city": "Lyon",
                          "postalCode": "69001", "country": "FR"});

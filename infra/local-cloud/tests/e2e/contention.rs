@@ -10,10 +10,10 @@
 //! the conflicts it raised per table. Both go into the scenario's reliability row.
 
 use crate::follow::{follower_count, sign_up};
-use crate::seckill::{buyers, dynamodb_stock, open_sale, order_status, settled};
+use crate::seckill::{buyers, dynamodb_stock, order_status, settled};
 use crate::support::{
-    Api, cloud_consumer_timeouts, eventually, options, queue_depth, queue_url, report, sdk, start,
-    start_with, table, unique_stack,
+    Api, cloud_consumer_timeouts, eventually, options, queue_depth, queue_url, report, sale, sdk,
+    start, start_with, table, unique_stack,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -335,7 +335,11 @@ async fn a_sale_storm_confirms_exactly_the_stock_with_parallel_order_batches() {
     }
     let cloud = start(options).await;
     let commerce = table(&cloud, "CommerceTable");
-    let sale = open_sale(&cloud, stock as u32, 1).await;
+    let sale = sale()
+        .stock(stock as u32)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let (before_tx, before_writes) = emulator_conflicts(&commerce).await;
 
     let buyers = Arc::new(buyers("buyer", crowd_size));
@@ -456,7 +460,11 @@ async fn an_order_whose_first_consumer_attempts_fail_is_still_confirmed() {
         &[],
     )
     .await;
-    let sale = open_sale(&cloud, 2, 1).await;
+    let sale = sale()
+        .stock(2)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let buyer = Api::new(&cloud, Some("late"));
     let order = buyer.place_order(&sale).await;
 

@@ -3,7 +3,7 @@
 //! problem, no token gets in where it does not belong, and nothing of another user leaks.
 
 use crate::follow::sign_up;
-use crate::support::{Api, eventually, options, report, start, unique_stack};
+use crate::support::{Api, SaleBuilder, eventually, options, report, sale, start, unique_stack};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -13,8 +13,6 @@ use local_cloud::cloud::LocalCloud;
 use local_cloud::jwt::{DEFAULT_LOCAL_SECRET, LOCAL_ISSUER, local_token, sign};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
@@ -135,22 +133,14 @@ pub(crate) fn assert_error(
     );
 }
 
-pub(crate) fn rfc3339(at: OffsetDateTime) -> String {
-    at.format(&Rfc3339).unwrap()
+/// The sale these tests send: a phone, open from a minute ago for an hour.
+pub(crate) fn phone_sale() -> SaleBuilder {
+    sale().title("Phone").price_cents(19900)
 }
 
-/// A valid sale body, open from a minute ago for an hour.
+/// A valid sale body, [`phone_sale`]'s.
 pub(crate) fn sale_body() -> Value {
-    let now = OffsetDateTime::now_utc();
-    json!({
-        "productId": "p-1",
-        "title": "Phone",
-        "priceCents": 19900,
-        "stock": 5,
-        "perUserLimit": 1,
-        "startsAt": rfc3339(now - time::Duration::minutes(1)),
-        "endsAt": rfc3339(now + time::Duration::hours(1)),
-    })
+    phone_sale().body()
 }
 
 #[tokio::test]
@@ -587,7 +577,7 @@ async fn tokens_and_roles_are_checked_before_anything_is_done() {
 async fn no_user_reads_or_pays_another_users_order_or_notifications() {
     let (cloud, raw) = Raw::start().await;
     let operator = Api::admin(&cloud, "operator");
-    let sale = crate::seckill::create_and_publish(&operator, sale_body()).await;
+    let sale = phone_sale().publish(&operator).await;
 
     let ann = Api::new(&cloud, Some("ann"));
     let bob = Api::new(&cloud, Some("bob"));

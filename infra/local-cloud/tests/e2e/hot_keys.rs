@@ -9,8 +9,10 @@
 //! this test prints (`hot key: ...`).
 
 use crate::follow::{follower_count, sign_up};
-use crate::seckill::{buyers, crowd, open_sale, settled_within};
-use crate::support::{Api, cloud_consumer_timeouts, eventually, options, start, unique_stack};
+use crate::seckill::{buyers, crowd, settled_within};
+use crate::support::{
+    Api, cloud_consumer_timeouts, eventually, options, sale, start, unique_stack,
+};
 use local_cloud::cloud::{CloudOptions, LocalCloud};
 use std::time::{Duration, Instant};
 
@@ -148,7 +150,11 @@ async fn the_hottest_item_takes_at_most_a_tenth_of_a_write_per_follow_and_per_or
         crate::contention::UNLIMITED_ORDERS.to_owned(),
     );
     let admitting = start(held).await;
-    let sale = open_sale(&admitting, n as u32, 1).await;
+    let sale = sale()
+        .stock(n as u32)
+        .per_user_limit(1)
+        .publish(&Api::admin(&admitting, "operator"))
+        .await;
     let (accepted, rejected) = crowd(&admitting, &sale, &buyers("buyer", n)).await;
     assert_eq!(accepted.len(), n, "{rejected:?}");
     admitting.stop().await;

@@ -3,7 +3,7 @@
 //! the routes and every queue, then the Embedded Metric Format lines of its output parsed
 //! the way CloudWatch Logs parses them and checked against what happened.
 
-use crate::support::{Api, eventually, unique_stack};
+use crate::support::{Api, eventually, sale, unique_stack};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -228,23 +228,11 @@ async fn every_function_on_the_path_writes_its_metrics_as_cloudwatch_reads_them(
     // A sale of 3, one unit per buyer: two admitted, one over the limit; one kept for delivery,
     // one left to expire.
     let operator = Api::at(&runner.base, Some("operator"), &["admin".to_owned()]);
-    let now = OffsetDateTime::now_utc();
-    let (status, sale) = operator
-        .call(
-            "POST",
-            "/seckill/activities",
-            Some(json!({
-                "productId": "p-1", "title": "Metrics sale", "priceCents": 500,
-                "stock": 3, "perUserLimit": 1,
-                "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
-                "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
-            })),
-        )
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let sale = sale["id"].as_str().unwrap().to_owned();
-    operator
-        .expect("POST", &format!("/seckill/activities/{sale}/publish"), 200)
+    let sale = sale()
+        .title("Metrics sale")
+        .price_cents(500)
+        .stock(3)
+        .publish(&operator)
         .await;
     ann.expect("GET", &format!("/seckill/activities/{sale}"), 200)
         .await;
@@ -414,23 +402,11 @@ async fn an_order_expires(runner: &Runner) -> Vec<Value> {
     let ann = runner.api("ann");
     ann.put_profile("Ann").await;
     let operator = Api::at(&runner.base, Some("operator"), &["admin".to_owned()]);
-    let now = OffsetDateTime::now_utc();
-    let (status, sale) = operator
-        .call(
-            "POST",
-            "/seckill/activities",
-            Some(json!({
-                "productId": "p-1", "title": "Levels sale", "priceCents": 500,
-                "stock": 3, "perUserLimit": 1,
-                "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
-                "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
-            })),
-        )
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let sale = sale["id"].as_str().unwrap().to_owned();
-    operator
-        .expect("POST", &format!("/seckill/activities/{sale}/publish"), 200)
+    let sale = sale()
+        .title("Levels sale")
+        .price_cents(500)
+        .stock(3)
+        .publish(&operator)
         .await;
     let order = ann.place_order(&sale).await;
     eventually(WAIT, "the unpaid order expires", || async {

@@ -4,8 +4,8 @@
 //! nothing; a payment that arrives after the window ended is recorded for refund, once per
 //! payment and order; a notice's ids and currency are parsed and compared.
 
-use crate::seckill::{WAIT, detail, dynamodb_stock, open_sale, order_status};
-use crate::support::{Api, eventually, start_with, status_and_code};
+use crate::seckill::{WAIT, detail, dynamodb_stock, order_status};
+use crate::support::{Api, eventually, sale, start_with, status_and_code};
 use app::seckill::payment::{SIGNATURE_HEADER, WebhookSecret};
 use local_cloud::cloud::LocalCloud;
 use local_cloud::secrets::local_value;
@@ -70,7 +70,11 @@ pub(crate) async fn callback(
 async fn only_the_providers_signed_callback_pays_an_order_and_a_late_payment_is_refunded() {
     // Long enough for ada to pay in time on a busy machine; bob waits it out.
     let cloud = start_with(&[], &[("PaymentWindowSeconds", "8")]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let order = confirmed_order(&cloud, &sale, "ada-pay", 2).await;
     let ada = Api::new(&cloud, Some("ada-pay"));
 
@@ -227,7 +231,11 @@ async fn opened_payment(cloud: &LocalCloud, sale: &str, buyer: &str) -> Value {
 #[tokio::test]
 async fn the_sandbox_signs_only_the_buyers_own_payment_and_the_journey_still_pays() {
     let cloud = start_with(&[], &[]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let opened = opened_payment(&cloud, &sale, "ada-sbx").await;
     let order = opened["orderId"].as_str().unwrap().to_owned();
     let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
@@ -330,7 +338,11 @@ async fn the_sandbox_signs_only_the_buyers_own_payment_and_the_journey_still_pay
 #[tokio::test]
 async fn a_notice_is_parsed_its_currency_compared_and_its_refund_kept_per_order() {
     let cloud = start_with(&[], &[]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let opened = opened_payment(&cloud, &sale, "ada-ntc").await;
     let order = opened["orderId"].as_str().unwrap().to_owned();
     let payment = opened["payment"]["paymentId"].as_str().unwrap().to_owned();
@@ -465,7 +477,11 @@ pub(crate) struct LatePayment {
 }
 
 pub(crate) async fn late_payment(cloud: &LocalCloud, buyer: &str) -> LatePayment {
-    let sale = open_sale(cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(cloud, "operator"))
+        .await;
     let order = confirmed_order(cloud, &sale, buyer, 1).await;
     let (status, opened) = Api::new(cloud, Some(buyer))
         .call(

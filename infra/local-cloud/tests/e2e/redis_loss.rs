@@ -6,8 +6,8 @@
 //! The cloud runs against a `redis-server` of this test's own, so that killing it disturbs no
 //! other test.
 
-use crate::seckill::{buyers, crowd, dynamodb_stock, open_sale, order_status, settled};
-use crate::support::{Api, eventually, options, report, start, unique_stack};
+use crate::seckill::{buyers, crowd, dynamodb_stock, order_status, settled};
+use crate::support::{Api, eventually, options, report, sale, start, unique_stack};
 use local_cloud::cloud::LocalCloud;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
@@ -202,7 +202,11 @@ async fn redis_flushed_then_restarted_empty_mid_sale_keeps_stock_and_limits() {
     let port = OwnRedis::free_port();
     let mut redis = OwnRedis::start(port).await;
     let cloud = start(redis.cloud_options()).await;
-    let sale = open_sale(&cloud, STOCK as u32, 1).await;
+    let sale = sale()
+        .stock(STOCK as u32)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let mut accepted = Vec::new();
     let mut held = Vec::new();
 

@@ -6,9 +6,9 @@
 //! `loadtest/results/reliability.md` (see `support::report`).
 
 use crate::follow::{burst, follower_count, notifications, sign_up};
-use crate::seckill::{buyers, crowd, detail, dynamodb_stock, open_sale, settled};
+use crate::seckill::{buyers, crowd, detail, dynamodb_stock, settled};
 use crate::support::{
-    Api, eventually, options, queue_depth, queue_url, report, sdk, start, start_with,
+    Api, eventually, options, queue_depth, queue_url, report, sale, sdk, start, start_with,
     status_and_code, unique_stack,
 };
 use local_cloud::cloud::LocalCloud;
@@ -164,7 +164,11 @@ async fn every_message_delivered_twice_and_reordered_changes_nothing() {
     let (apis, names) = fans(&cloud, "fan", 10).await;
     follow_all(&apis, "star", "PUT").await;
     follow_all(&apis[..3], "star", "DELETE").await;
-    let sale = open_sale(&cloud, 6, 2).await;
+    let sale = sale()
+        .stock(6)
+        .per_user_limit(2)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let crowd_of = buyers("twice", 5);
     let (mut accepted, _) = crowd(&cloud, &sale, &crowd_of).await;
     accepted.extend(crowd(&cloud, &sale, &crowd_of).await.0);
@@ -207,7 +211,11 @@ async fn consumers_killed_mid_batch_lose_and_duplicate_nothing() {
     let star = sign_up(&cloud, "star").await;
     let (apis, names) = fans(&cloud, "fan", 8).await;
     follow_all(&apis, "star", "PUT").await;
-    let sale = open_sale(&cloud, 4, 1).await;
+    let sale = sale()
+        .stock(4)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let (accepted, _) = crowd(&cloud, &sale, &buyers("b", 6)).await;
     assert_eq!(accepted.len(), 4);
 
@@ -272,7 +280,11 @@ async fn random_failures_retry_and_the_dlq_replays_without_loss() {
         vec![rule(Service::DynamoDb, &[], Action::Fail(0.2))],
     );
     follow_all(&apis[4..], "star", "PUT").await;
-    let sale = open_sale(&cloud, 5, 1).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let (accepted, _) = crowd(&cloud, &sale, &buyers("b", 8)).await;
     assert_eq!(accepted.len(), 5);
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -313,7 +325,11 @@ async fn random_failures_retry_and_the_dlq_replays_without_loss() {
 #[tokio::test]
 async fn a_failing_order_queue_answers_503_and_keeps_no_reservation() {
     let cloud = start_with(&[&format!("{PLACE_ORDER}:sqs.SendMessage:fail=1")], &[]).await;
-    let sale = open_sale(&cloud, 3, 1).await;
+    let sale = sale()
+        .stock(3)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let path = format!("/seckill/activities/{sale}/orders");
     for buyer in buyers("b", 5) {
         let answer = Api::new(&cloud, Some(&buyer))

@@ -2,20 +2,15 @@
 //! reserved it, exactly; a storm of reservations is counted exactly; the cache's copy of the
 //! reservations is rebuilt from the table by a publish.
 
-use crate::seckill::{create_and_publish, crowd, detail, settled};
-use crate::support::{Api, options, start, status_and_code, unique_stack};
+use crate::seckill::{crowd, detail, settled};
+use crate::support::{Api, options, sale, start, status_and_code, unique_stack};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 /// How far ahead the sale starts: time for the reservations to be made before it.
 const LEAD: Duration = Duration::from_secs(15);
-
-fn at(time: OffsetDateTime) -> String {
-    time.format(&Rfc3339).unwrap()
-}
 
 async fn reservation(api: &Api, method: &str, sale: &str) -> (u16, Value) {
     api.call(
@@ -30,23 +25,14 @@ async fn reservation(api: &Api, method: &str, sale: &str) -> (u16, Value) {
 async fn a_reservation_only_sale_sells_only_to_the_buyers_who_reserved_it_exactly() {
     let cloud = start(options(&unique_stack())).await;
     let operator = Api::admin(&cloud, "operator");
-    let now = OffsetDateTime::now_utc();
-    let starts_at = now + LEAD;
-    let sale = create_and_publish(
-        &operator,
-        json!({
-            "productId": "p-resv",
-            "title": "Reserved flash sale",
-            "priceCents": 1999,
-            "stock": 5,
-            "perUserLimit": 1,
-            "startsAt": at(starts_at),
-            "endsAt": at(now + Duration::from_secs(3600)),
-            "reservationRequired": true,
-            "reservationOpensAt": at(now - Duration::from_secs(60)),
-        }),
-    )
-    .await;
+    let starts_at = OffsetDateTime::now_utc() + LEAD;
+    let sale = sale()
+        .product("p-resv")
+        .title("Reserved flash sale")
+        .starts_at(starts_at)
+        .reservation_required(time::Duration::minutes(-1))
+        .publish(&operator)
+        .await;
     let shown = detail(&cloud, &sale).await;
     assert_eq!(shown["state"], "UPCOMING");
     assert_eq!(shown["reservationRequired"], true);
@@ -144,24 +130,20 @@ async fn a_reservation_only_sale_sells_only_to_the_buyers_who_reserved_it_exactl
 async fn reservations_are_refused_with_a_reason_outside_their_window() {
     let cloud = start(options(&unique_stack())).await;
     let operator = Api::admin(&cloud, "operator");
-    let now = OffsetDateTime::now_utc();
-    let hour = Duration::from_secs(3600);
-    let sale_with = |extra: Value| {
-        let mut body = json!({
-            "productId": "p-resv", "title": "Later", "priceCents": 500, "stock": 3,
-            "perUserLimit": 1, "startsAt": at(now + hour), "endsAt": at(now + 2 * hour),
-        });
-        body.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        body
-    };
-    let not_yet = create_and_publish(
-        &operator,
-        sale_with(json!({"reservationRequired": true, "reservationOpensAt": at(now + hour / 2)})),
-    )
-    .await;
-    let open_to_all = create_and_publish(&operator, sale_with(json!({}))).await;
+    let hour = time::Duration::hours(1);
+    let later = sale()
+        .product("p-resv")
+        .title("Later")
+        .price_cents(500)
+        .stock(3)
+        .starts_in(hour)
+        .ends_in(2 * hour);
+    let not_yet = later
+        .clone()
+        .reservation_required(hour / 2)
+        .publish(&operator)
+        .await;
+    let open_to_all = later.publish(&operator).await;
     let buyer = Api::new(&cloud, Some("ann"));
     let refused = reservation(&buyer, "PUT", &not_yet).await;
     assert_eq!(
@@ -185,7 +167,11 @@ async fn reservations_are_refused_with_a_reason_outside_their_window() {
         .call(
             "POST",
             "/seckill/activities",
-            Some(sale_with(json!({"reservationRequired": true}))),
+            Some({
+                let mut body = later.body();
+                body["reservationRequired"] = json!(true);
+                body
+            }),
         )
         .await;
     assert_eq!(status, 400, "{body}");
@@ -226,19 +212,15 @@ async fn reserve_in_browser(
         std::fs::write(state.join(format!("{name}.png")), png)?;
         anyhow::Ok(())
     };
-    let now = OffsetDateTime::now_utc();
-    let starts_at = now + Duration::from_secs(25);
-    let sale = create_and_publish(
-        &Api::admin(cloud, "ops"),
-        json!({
-            "productId": "p-resv", "title": "Reserved phone", "priceCents": 1999, "stock": 3,
-            "perUserLimit": 1, "startsAt": at(starts_at),
-            "endsAt": at(now + Duration::from_secs(3600)),
-            "reservationRequired": true,
-            "reservationOpensAt": at(now - Duration::from_secs(60)),
-        }),
-    )
-    .await;
+    let starts_at = OffsetDateTime::now_utc() + Duration::from_secs(25);
+    let sale = sale()
+        .product("p-resv")
+        .title("Reserved phone")
+        .stock(3)
+        .starts_at(starts_at)
+        .reservation_required(time::Duration::minutes(-1))
+        .publish(&Api::admin(cloud, "ops"))
+        .await;
     page_written(base, &sale).await;
 
     client.goto(&format!("{base}/shop/sales/{sale}")).await?;

@@ -3,9 +3,9 @@
 //! the dead-letter queue (issue 40, item 3); the honest buyer's order is confirmed at the
 //! sale's price.
 
-use crate::seckill::{WAIT, crowd, dynamodb_stock, open_sale, order_status, settled};
+use crate::seckill::{WAIT, crowd, dynamodb_stock, order_status, settled};
 use crate::support::{
-    commerce_item, eventually, options, queue_depth, queue_url, sdk, start, unique_stack,
+    Api, commerce_item, eventually, options, queue_depth, queue_url, sale, sdk, start, unique_stack,
 };
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde_json::json;
@@ -23,7 +23,11 @@ fn order_placed(sale: &str, order: &str, user: &str, price_cents: u64, quantity:
 #[tokio::test]
 async fn order_messages_no_reservation_or_seal_vouches_for_confirm_nothing() {
     let cloud = start(options(&unique_stack())).await;
-    let sale = open_sale(&cloud, 5, 2).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(2)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let sqs = aws_sdk_sqs::Client::new(&sdk().await);
     let queue = queue_url(&cloud, "OrderQueue");
     let dead_letters = queue_url(&cloud, "OrderDeadLetterQueue");

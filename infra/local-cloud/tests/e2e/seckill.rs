@@ -2,47 +2,15 @@
 //! payment windows, and Redis losing its data mid-sale.
 
 use crate::support::{
-    Api, eventually, function_named, options, queue_url, sdk, start, start_with, status_and_code,
-    unique_stack,
+    Api, eventually, function_named, options, queue_url, sale, sdk, start, start_with,
+    status_and_code, unique_stack,
 };
 use local_cloud::cloud::{CloudOptions, LocalCloud};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(40);
-
-/// Creates and publishes a sale open from a minute ago for an hour; answers its id.
-pub(crate) async fn open_sale(cloud: &LocalCloud, stock: u32, per_user_limit: u32) -> String {
-    let operator = Api::admin(cloud, "operator");
-    let now = OffsetDateTime::now_utc();
-    let body = json!({
-        "productId": "p-1",
-        "title": "Flash sale",
-        "priceCents": 1999,
-        "stock": stock,
-        "perUserLimit": per_user_limit,
-        "startsAt": (now - Duration::from_secs(60)).format(&Rfc3339).unwrap(),
-        "endsAt": (now + Duration::from_secs(3600)).format(&Rfc3339).unwrap(),
-    });
-    create_and_publish(&operator, body).await
-}
-
-/// Creates the sale `body` defines as `operator` and publishes it; answers its id.
-pub(crate) async fn create_and_publish(operator: &Api, body: Value) -> String {
-    let (status, sale) = operator
-        .call("POST", "/seckill/activities", Some(body))
-        .await;
-    assert_eq!(status, 201, "{sale}");
-    let id = sale["id"].as_str().unwrap().to_owned();
-    let (status, body) = operator
-        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    id
-}
 
 /// Each buyer places one order at once; answers the accepted (buyer, orderId) pairs and the
 /// count of each rejection code.
@@ -151,7 +119,11 @@ async fn admitted_while_the_consumer_is_down(
 ) -> (String, LocalCloud, String, Vec<(String, String)>) {
     let (stack, held) = without_order_consumer().await;
     let cloud = start(held).await;
-    let sale = open_sale(&cloud, stock, 1).await;
+    let sale = sale()
+        .stock(stock)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let (admitted, _) = crowd(&cloud, &sale, buyers).await;
     assert_eq!(admitted.len(), buyers.len());
     (stack, cloud, sale, admitted)
@@ -160,7 +132,11 @@ async fn admitted_while_the_consumer_is_down(
 #[tokio::test]
 async fn a_sale_sells_out_exactly_and_every_order_is_confirmed() {
     let cloud = start(options(&unique_stack())).await;
-    let sale = open_sale(&cloud, 20, 1).await;
+    let sale = sale()
+        .stock(20)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let (accepted, rejected) = crowd(&cloud, &sale, &buyers("b", 40)).await;
     assert_eq!(accepted.len(), 20, "{rejected:?}");
     assert_eq!(rejected.get("SOLD_OUT"), Some(&20), "{rejected:?}");
@@ -270,7 +246,11 @@ async fn every_order_event_delivered_twice_yields_one_order() {
 #[tokio::test]
 async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
     let cloud = start_with(&[], &[("PaymentWindowSeconds", "2")]).await;
-    let sale = open_sale(&cloud, 1, 1).await;
+    let sale = sale()
+        .stock(1)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
 
     let (first, _) = crowd(&cloud, &sale, &buyers("slow", 1)).await;
     let (buyer, order) = first[0].clone();
@@ -319,7 +299,11 @@ async fn an_unpaid_order_is_cancelled_and_its_unit_can_be_bought_again() {
 #[tokio::test]
 async fn orders_of_several_units_with_an_address_cod_kept_and_an_unpaid_one_given_back_whole() {
     let cloud = start_with(&[], &[("PaymentWindowSeconds", "2")]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let path = format!("/seckill/activities/{sale}/orders");
     let address = json!({"recipient": "Ada Lovelace", "line1": "12 St James's Square",
                          "city": "London", "postalCode": "SW1Y 4JH", "country": "gb"});
@@ -414,7 +398,11 @@ async fn a_retry_after_a_dropped_answer_with_the_same_idempotency_key_makes_one_
         hang.as_millis()
     );
     let cloud = start_with(&[rule.as_str()], &[]).await;
-    let sale = open_sale(&cloud, 5, 3).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(3)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     // A buyer of this run's own: the key is kept a day in Redis, which outlives a run.
     let buyer = format!("ida-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
     let buyer = buyer.as_str();

@@ -5,7 +5,7 @@
 
 use crate::browser::Browser;
 use crate::journey::create_from_ops_page;
-use crate::support::{self, Api};
+use crate::support::{self, Api, sale};
 use bytes::Bytes;
 use fantoccini::{Client, Locator};
 use http_body_util::{BodyExt, Full};
@@ -54,20 +54,6 @@ fn at(from_now: time::Duration) -> String {
     (OffsetDateTime::now_utc() + from_now)
         .format(&Rfc3339)
         .unwrap()
-}
-
-/// Creates and publishes a sale as `ops`; answers its id.
-async fn published_sale(ops: &Api, title: &str, stock: u32, starts_in: time::Duration) -> String {
-    let body = json!({"productId": "p-1", "title": title, "priceCents": 1999, "stock": stock,
-        "perUserLimit": 1, "startsAt": at(starts_in), "endsAt": at(time::Duration::hours(1))});
-    let (status, sale) = ops.call("POST", "/seckill/activities", Some(body)).await;
-    assert_eq!(status, 201, "{sale}");
-    let id = sale["id"].as_str().unwrap().to_owned();
-    let (status, published) = ops
-        .call("POST", &format!("/seckill/activities/{id}/publish"), None)
-        .await;
-    assert_eq!(status, 200, "{published}");
-    id
 }
 
 /// The static pages and a published sale's page come from the bucket with their content
@@ -137,7 +123,7 @@ async fn the_pages_and_a_published_sales_page_are_served_from_the_bucket() {
     assert!(body.contains("<Code>AccessDenied</Code>"), "{body}");
 
     let ops = Api::admin(&cloud, "ops");
-    let id = published_sale(&ops, "Phone <b>X</b>", 3, time::Duration::minutes(-1)).await;
+    let id = sale().title("Phone <b>X</b>").stock(3).publish(&ops).await;
     let (status, content_type, page) = page_written(&base, &id).await;
     assert_eq!(
         (status, content_type.as_str()),
@@ -232,7 +218,7 @@ async fn fixation(
         Duration::from_secs(600),
     )?;
     let ops = Api::admin(cloud, "ops");
-    let sale = published_sale(&ops, "Bait", 5, time::Duration::minutes(-1)).await;
+    let sale = sale().title("Bait").stock(5).publish(&ops).await;
     let order = Api::with_token(base, &mallory).place_order(&sale).await;
     let stored = |client: &Client, key: &'static str| {
         let client = client.clone();
@@ -438,7 +424,7 @@ async fn the_page_writer_renders_a_requested_page_from_the_table_and_stores_no_h
     };
 
     // A published sale, its page deleted; asked for by id alone, it is rendered again.
-    let published = published_sale(&ops, "Lamp {{price}}", 3, time::Duration::minutes(-1)).await;
+    let published = sale().title("Lamp {{price}}").stock(3).publish(&ops).await;
     let (status, _, first) = page_written(&base, &published).await;
     assert_eq!(status, 200, "{first}");
     s3.delete_object()
@@ -461,12 +447,13 @@ async fn the_page_writer_renders_a_requested_page_from_the_table_and_stores_no_h
     assert!(page.contains(">19.99<"), "{page}");
 
     // A draft gets no page, whatever the message says.
-    let body = json!({"productId": "p-1", "title": "Draft", "priceCents": 100, "stock": 1,
-        "perUserLimit": 1, "startsAt": at(time::Duration::minutes(5)),
-        "endsAt": at(time::Duration::hours(1))});
-    let (status, draft) = ops.call("POST", "/seckill/activities", Some(body)).await;
-    assert_eq!(status, 201, "{draft}");
-    let draft = draft["id"].as_str().unwrap().to_owned();
+    let draft = sale()
+        .title("Draft")
+        .price_cents(100)
+        .stock(1)
+        .starts_in(time::Duration::minutes(5))
+        .create(&ops)
+        .await;
     let evil = "<script>alert(document.cookie)</script>";
     send("SalePageRequested", json!({"saleId": draft})).await;
     send("SalePageRendered", json!({"saleId": draft, "html": evil})).await;
@@ -587,7 +574,7 @@ async fn walk(
 
     // A sold-out sale: its only unit bought by bob.
     let ops = Api::admin(cloud, "ops");
-    let id = published_sale(&ops, "Last one", 1, time::Duration::minutes(-1)).await;
+    let id = sale().title("Last one").stock(1).publish(&ops).await;
     let (status, placed) = ops
         .as_user("bob")
         .call("POST", &format!("/seckill/activities/{id}/orders"), None)

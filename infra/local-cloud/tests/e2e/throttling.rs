@@ -6,8 +6,8 @@
 //! at other addresses still get through; and a request that goes around the distribution, to
 //! a function without its header, is refused 403.
 
-use crate::seckill::{buyers, open_sale};
-use crate::support::{Api, options, report, start, unique_stack};
+use crate::seckill::buyers;
+use crate::support::{Api, options, report, sale, start, unique_stack};
 use local_cloud::cloud::CloudOptions;
 use serde_json::Value;
 use serde_json::json;
@@ -84,7 +84,11 @@ async fn flood_detail(api: &Api, sale: &str) -> Flood {
 async fn a_detail_flood_meets_429s_while_orders_still_go_through() {
     let stack = unique_stack();
     let cloud = start(detail_throttled(&stack)).await;
-    let sale = open_sale(&cloud, BUYERS as u32, 1).await;
+    let sale = sale()
+        .stock(BUYERS as u32)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let detail_invocations_before = cloud.invocations("GetSaleFunction").unwrap();
 
     let anonymous = Api::new(&cloud, None);
@@ -153,7 +157,11 @@ async fn a_load_test_can_lift_the_throttling() {
     let mut options = detail_throttled(&stack);
     options.route_throttling = false;
     let cloud = start(options).await;
-    let sale = open_sale(&cloud, 1, 1).await;
+    let sale = sale()
+        .stock(1)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let flood = flood_detail(&Api::new(&cloud, None), &sale).await;
     assert_eq!(
         (flood.ok, flood.throttled),
@@ -234,7 +242,11 @@ async fn a_strangers_flood_from_one_source_cannot_take_the_order_route_or_the_ca
     let stack = unique_stack();
     let cloud = start(behind_the_web_acl(&stack)).await;
     // A unit for each honest buyer, and one the greedy user may take within its own limit.
-    let sale = open_sale(&cloud, HONEST_BUYERS as u32 + 1, 1).await;
+    let sale = sale()
+        .stock(HONEST_BUYERS as u32 + 1)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let order_path = format!("/seckill/activities/{sale}/orders");
 
     // Two strangers at two addresses: one sends junk with no token, the other orders again
@@ -389,7 +401,11 @@ fn detail_event(sale: &str, headers: Value) -> String {
 async fn a_request_that_went_around_the_distribution_is_403() {
     let stack = unique_stack();
     let cloud = start(options(&stack)).await;
-    let sale = open_sale(&cloud, 1, 1).await;
+    let sale = sale()
+        .stock(1)
+        .per_user_limit(1)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let anonymous = Api::new(&cloud, None);
     let (status, body) = anonymous
         .call("GET", &format!("/seckill/activities/{sale}"), None)

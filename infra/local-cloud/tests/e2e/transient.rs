@@ -8,8 +8,8 @@
 
 use crate::follow::{follower_count, notifications, sign_up};
 use crate::payment::{callback, confirmed_order, late_payment};
-use crate::seckill::{WAIT, open_sale, order_status};
-use crate::support::{Api, eventually, start_with, status_and_code};
+use crate::seckill::{WAIT, order_status};
+use crate::support::{Api, eventually, sale, start_with, status_and_code};
 use local_cloud::cloud::LocalCloud;
 use local_cloud::faults::{Action, Rule, Service};
 use serde_json::json;
@@ -79,7 +79,11 @@ async fn a_payment_whose_write_times_out_is_a_503_and_its_retry_opens_one_paymen
         &[],
     )
     .await;
-    let sale = open_sale(&cloud, 5, 2).await;
+    let sale = sale()
+        .stock(5)
+        .per_user_limit(2)
+        .publish(&Api::admin(&cloud, "operator"))
+        .await;
     let order = confirmed_order(&cloud, &sale, "ada-timeout", 1).await;
     let ada = Api::new(&cloud, Some("ada-timeout"));
     let pay = format!("/orders/{order}/pay");

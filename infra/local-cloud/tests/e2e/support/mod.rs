@@ -1,9 +1,11 @@
-//! The harness: a local cloud of the project template per test, and an HTTP client of it
-//! (`api`, which the `sam local` test shares).
+//! The harness: a local cloud of the project template per test, an HTTP client of it (`api`,
+//! which the `sam local` test shares), and a sale set up as an operator does it (`sale`).
 
 mod api;
+mod sale;
 
 pub use api::{Api, eventually, sdk};
+pub use sale::{SaleBuilder, sale};
 
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
