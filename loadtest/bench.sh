@@ -169,9 +169,11 @@ elif [[ $mode == sam-build ]]; then
     for binary in bench sdk-floor aws-stub hello-runtime hello-http; do
         ln -s "$root/target/lambda/$binary/bootstrap" "$dir/$binary"
     done
-    # Each function's bootstrap under its Binary name (infra/sam-functions.sh reads template.yaml).
-    while read -r logical_id binary; do
-        ln -s "$root/.aws-sam/build/$logical_id/bootstrap" "$dir/$binary"
+    # Each function's bootstrap under its Handler's name, for part 1, and under its bundle's
+    # Binary name, for the runner of part 2 (infra/sam-functions.sh reads template.yaml).
+    while read -r logical_id binary handler; do
+        ln -s "$root/.aws-sam/build/$logical_id/bootstrap" "$dir/$handler"
+        ln -sfn "$root/.aws-sam/build/$logical_id/bootstrap" "$dir/$binary"
     done < <(infra/sam-functions.sh)
     notes=()
     [[ -f loadtest/bench/analysis.md ]] && notes=(--notes loadtest/bench/analysis.md)

@@ -197,6 +197,46 @@ impl Boot {
     }
 }
 
+/// A function's `main`, as a bundle calls it.
+pub type Main = fn() -> Result<(), lambda_runtime::Error>;
+
+/// The `main` of a bundle (`functions/bundle-*`): the bootstraps Lambda runs are one binary
+/// per group of functions, each function deployed on its own (its role, memory and
+/// concurrency in template.yaml) and naming its part in `Handler`, which Lambda hands the
+/// process as `_HANDLER`. One binary a group is one link of the release profile's whole-program
+/// optimization instead of one a function. An unknown name ends the cold start with the names
+/// this bundle knows.
+pub fn run_bundle(functions: &[(&str, Main)]) -> Result<(), lambda_runtime::Error> {
+    let handler = std::env::var("_HANDLER").ok();
+    select(handler.as_deref(), functions)?()
+}
+
+fn select(handler: Option<&str>, functions: &[(&str, Main)]) -> Result<Main, String> {
+    let known = || {
+        functions
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(handler) = handler else {
+        return Err(format!(
+            "_HANDLER is not set: the function's Handler names one of {}",
+            known()
+        ));
+    };
+    functions
+        .iter()
+        .find(|(name, _)| *name == handler)
+        .map(|(_, main)| *main)
+        .ok_or_else(|| {
+            format!(
+                "this bootstrap has no function {handler:?} (_HANDLER); it runs {}",
+                known()
+            )
+        })
+}
+
 /// `PAYMENT_PROVIDER`: `sandbox`, or unset for none.
 fn payment_provider(env: &Env) -> Result<Option<Box<dyn PaymentProvider>>, ConfigError> {
     match env.optional("PAYMENT_PROVIDER").as_deref() {
@@ -212,6 +252,26 @@ fn payment_provider(env: &Env) -> Result<Option<Box<dyn PaymentProvider>>, Confi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundle_runs_the_function_its_handler_names_and_refuses_any_other() {
+        fn first() -> Result<(), lambda_runtime::Error> {
+            Err("first".into())
+        }
+        fn second() -> Result<(), lambda_runtime::Error> {
+            Err("second".into())
+        }
+        let functions: &[(&str, Main)] = &[("first", first), ("second", second)];
+        let ran = |handler| select(handler, functions).map(|main| main().unwrap_err().to_string());
+        assert_eq!(ran(Some("second")).unwrap(), "second");
+        assert_eq!(ran(Some("first")).unwrap(), "first");
+        let unknown = ran(Some("third")).unwrap_err();
+        assert!(
+            unknown.contains("\"third\"") && unknown.contains("first, second"),
+            "{unknown}"
+        );
+        assert!(ran(None).unwrap_err().contains("_HANDLER is not set"));
+    }
 
     #[test]
     fn the_payment_provider_is_the_sandbox_none_or_a_configuration_error() {

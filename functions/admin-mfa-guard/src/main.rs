@@ -6,7 +6,7 @@ use app::boot::Boot;
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let directory = CognitoMfaDirectory::from_config(boot.sdk_config().await);
     let directory = &directory;

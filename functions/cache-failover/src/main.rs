@@ -11,7 +11,7 @@ use aws_lambda_events::sns::SnsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();
     let group = boot.must(boot.env().required("REDIS_CACHE_NAME"));

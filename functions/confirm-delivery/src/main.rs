@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::payment::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.order_store().await;
     http::run(|request| routes::confirm_delivery(&store, request)).await

@@ -5,7 +5,7 @@ use app::http;
 use app::seckill::sale::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = boot.sale_store().await;
     http::run(|request| routes::create_sale(&store, request)).await

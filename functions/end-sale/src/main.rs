@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::office::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     // Redis's connect waits on the network while the SDK is set up.
     let (cache, store) = tokio::join!(boot.redis_sales(), boot.sale_store());

@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::reservation::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let list = Boot::start().redis_sales().await;
     http::run(|request| routes::get_reservation(&list, request)).await
 }

@@ -5,7 +5,7 @@ use app::http;
 use app::seckill::sale::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let cache = Boot::start().redis_sales().await;
     http::run(|request| routes::get_sale(&cache, request)).await
 }

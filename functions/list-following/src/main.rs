@@ -5,7 +5,7 @@ use app::http;
 use app::social::user_routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().social_store().await;
     http::run(|request| user_routes::list_following(&store, request)).await
 }

@@ -5,7 +5,7 @@ use app::http;
 use app::seckill::payment::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().order_store().await;
     http::run(|request| routes::list_refunds_due(&store, request)).await
 }

@@ -5,7 +5,7 @@ use app::consumer;
 use app::social::notifications;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let store = Boot::start().derived_store().await;
     consumer::run(|messages| notifications::handle_batch(&store, messages)).await
 }

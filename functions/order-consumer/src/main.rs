@@ -8,7 +8,7 @@ use app::seckill::order::consumer::{self as order_consumer, OrderDeps};
 use app::seckill::order::sqs::SqsPaymentDueSink;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     // Redis's connect and script loads and the seal's read wait on the network side by side.
     let (reservations, store, seal) =

@@ -5,7 +5,7 @@ use app::social::event_sink::SqsEventSink;
 use app::social::relay;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let sqs = boot.sqs().await;
     let sink = |name| boot.must(SqsEventSink::from_env(boot.env(), sqs.clone(), name));

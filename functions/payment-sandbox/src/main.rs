@@ -8,7 +8,7 @@ use app::seckill::payment::sandbox;
 use lambda_http::http::Method;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let store = &boot.order_store().await;
     // Only the notice needs the secret: the checkout page's cold start makes no AWS call.

@@ -8,7 +8,7 @@ use app::seckill::order::sqs::SqsPaymentDueSink;
 use app::seckill::payment::timeout::{self, TimeoutDeps};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let cod_window = boot.must(timeout::cod_window_from_env(boot.env()));
     // Redis's connect and script loads wait on the network while the SDK is set up.

@@ -7,7 +7,7 @@ use app::seckill::admission::routes::{self, OrderRoute};
 use app::seckill::admission::sqs::SqsOrderPublisher;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let rate_limit_per_second = boot.must(routes::rate_limit_from_env(boot.env()));
     // Redis's connect and script loads and the seal's read wait on the network side by side.

@@ -6,7 +6,7 @@ use app::seckill::recovery::reconcile::{self, Grace};
 use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let grace = boot.must(Grace::from_env(boot.env())).period();
     // Redis's connect and script loads wait on the network while the SDK is set up.

@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::reservation::routes::{self, ReservationRoute};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let (book, list) = tokio::join!(boot.reservation_book(), boot.redis_sales());
     let route = ReservationRoute {

@@ -6,7 +6,7 @@ use app::http;
 use app::seckill::office::routes;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let store = Boot::start().sale_store().await;
     http::run(|request| routes::sale_listing(&store, request)).await
 }

@@ -7,7 +7,7 @@ use app::consumer;
 use app::seckill::sale::page;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+pub(crate) async fn main() -> Result<(), lambda_runtime::Error> {
     let boot = Boot::start();
     let (sales, pages) = tokio::join!(boot.sale_store(), boot.sale_pages());
     consumer::run(|messages| page::write_batch(&sales, &pages, messages)).await

@@ -6,7 +6,7 @@ use app::http;
 use app::social::{FollowLimits, user_routes};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+pub(crate) async fn main() -> Result<(), lambda_http::Error> {
     let boot = Boot::start();
     let limits = boot.must(FollowLimits::from_env(boot.env()));
     let store = boot.social_store().await;

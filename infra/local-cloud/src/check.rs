@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 pub struct Outcome {
     pub logical_id: String,
     pub binary: String,
+    /// The function of the binary that ran (`Handler`).
+    pub handler: String,
     /// What was sent, e.g. `GET /users/sam-check` or `empty SQS batch`.
     pub sent: String,
     /// `Ok(summary)` when the function answered as it should, `Err(why)` otherwise.
@@ -66,6 +68,7 @@ pub async fn every_function(cloud: &LocalCloud, token: &str) -> Vec<Outcome> {
         outcomes.push(Outcome {
             logical_id: spec.logical_id.clone(),
             binary: spec.binary.clone(),
+            handler: spec.handler.clone(),
             sent,
             result,
             elapsed: started.elapsed(),
@@ -270,6 +273,7 @@ mod tests {
             logical_id: "GuardFunction".into(),
             name: "GuardFunction".into(),
             binary: "guard".into(),
+            handler: "bootstrap".into(),
             timeout: Duration::from_secs(5),
             memory_mb: 128,
             environment: Default::default(),

@@ -403,9 +403,10 @@ async fn main() -> anyhow::Result<()> {
                     }
                 };
                 println!(
-                    "{mark} {} ({}): {} -> {summary} in {} ms",
+                    "{mark} {} ({} {}): {} -> {summary} in {} ms",
                     outcome.logical_id,
                     outcome.binary,
+                    outcome.handler,
                     outcome.sent,
                     outcome.elapsed.as_millis()
                 );

@@ -114,8 +114,11 @@ pub struct FunctionSpec {
     pub logical_id: String,
     /// The name the runner gives it (`AWS_LAMBDA_FUNCTION_NAME`); the logical id.
     pub name: String,
-    /// The Cargo binary to run (`Metadata.BuildProperties.Binary`).
+    /// The Cargo binary to run (`Metadata.BuildProperties.Binary`): a bundle of functions.
     pub binary: String,
+    /// `Handler`, which Lambda hands the process as `_HANDLER`: the function of the bundle that
+    /// runs (`bootstrap` when the template names none).
+    pub handler: String,
     pub timeout: Duration,
     pub memory_mb: u32,
     /// `Environment.Variables`, resolved.

@@ -227,7 +227,11 @@ fn function_env(args: &Args, spec: Option<&FunctionSpec>, binary: &str) -> Vec<(
             ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
             ("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}")),
             ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".to_owned()),
-            ("_HANDLER", "bootstrap".to_owned()),
+            (
+                "_HANDLER",
+                spec.map_or("bootstrap", |spec| spec.handler.as_str())
+                    .to_owned(),
+            ),
             ("LAMBDA_TASK_ROOT", task_root.display().to_string()),
         ]
         .map(|(k, v)| (k.to_owned(), v)),
@@ -249,7 +253,17 @@ fn load_model(args: &Args, path: &Path, stack: &str) -> anyhow::Result<Vec<Funct
         account_id: ACCOUNT.to_owned(),
         sqs_endpoint: args.stub_url.trim_end_matches('/').to_owned(),
     };
-    Ok(template::load(path, &BTreeMap::new(), &names)?.functions)
+    let mut functions = template::load(path, &BTreeMap::new(), &names)?.functions;
+    // Each function is measured as the binary of its own crate (functions/<Handler>), not as
+    // the bundle the template deploys it in (functions/bundle-*), whose size would blur whose
+    // code is measured; `--sam-build` links each function's name to its bundle's bootstrap,
+    // which runs the function that `_HANDLER` names.
+    for spec in &mut functions {
+        if spec.handler != "bootstrap" {
+            spec.binary = spec.handler.clone();
+        }
+    }
+    Ok(functions)
 }
 
 async fn part2(

@@ -47,7 +47,8 @@ fn resources(template: &Yaml) -> &Mapping {
     template["Resources"].as_mapping().expect("Resources")
 }
 
-/// A function of the template: its logical id, folder and events `(name, Type, Properties)`.
+/// A function of the template: its logical id, folder (its `Handler`: the folder in
+/// `functions/` whose `main` its bundle runs) and events `(name, Type, Properties)`.
 struct Function<'t> {
     logical_id: String,
     folder: String,
@@ -59,7 +60,7 @@ fn functions(template: &Yaml) -> Vec<Function<'_>> {
         .iter()
         .filter(|(_, resource)| resource["Type"] == "AWS::Serverless::Function")
         .map(|(id, resource)| {
-            let code = text(&resource["Properties"]["CodeUri"]);
+            let handler = text(&resource["Properties"]["Handler"]);
             let events = resource["Properties"]
                 .get("Events")
                 .and_then(Yaml::as_mapping)
@@ -74,7 +75,7 @@ fn functions(template: &Yaml) -> Vec<Function<'_>> {
                 .unwrap_or_default();
             Function {
                 logical_id: text(id),
-                folder: code.trim_start_matches("functions/").to_owned(),
+                folder: handler,
                 events,
             }
         })

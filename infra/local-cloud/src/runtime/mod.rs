@@ -288,7 +288,7 @@ fn function_env(
             format!("/aws/lambda/{}", spec.name),
         ),
         ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".into()),
-        ("_HANDLER", "bootstrap".into()),
+        ("_HANDLER", spec.handler.clone()),
         ("LAMBDA_TASK_ROOT", task_root.display().to_string()),
     ];
     env.extend(reserved.into_iter().map(|(k, v)| (k.to_owned(), v)));

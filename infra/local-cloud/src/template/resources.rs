@@ -228,6 +228,11 @@ impl Resolver<'_> {
             }
         };
 
+        let handler = match props.get("Handler")? {
+            Some(handler) => handler.string()?,
+            None => "bootstrap".to_owned(),
+        };
+
         let mut environment = BTreeMap::new();
         if let Some(variables) = props.path(&["Environment", "Variables"])? {
             for (name, value) in variables.entries()? {
@@ -246,6 +251,7 @@ impl Resolver<'_> {
             logical_id: id.to_owned(),
             name: id.to_owned(),
             binary,
+            handler,
             timeout: Duration::from_secs(props.u64_at("Timeout")?.unwrap_or(3)),
             memory_mb: props.u32_at("MemorySize")?.unwrap_or(128),
             environment,

@@ -88,6 +88,7 @@ fn fixture_echo_function_resolves_environment_and_routes() {
         logical_id: "EchoFunction".into(),
         name: "EchoFunction".into(),
         binary: "fixture-http".into(),
+        handler: "bootstrap".into(),
         timeout: Duration::from_secs(1),
         memory_mb: 128,
         environment: env(&[

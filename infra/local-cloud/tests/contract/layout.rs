@@ -131,6 +131,91 @@ fn walk(folder: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
+/// Each function is deployed from a bundle (`functions/bundle-*`, one bootstrap per group of
+/// functions, one release link each): its `Handler` names its own folder in `functions/`, and
+/// the bundle its `Binary` names includes that folder's `main.rs` and runs it for that name,
+/// and nothing the template does not deploy from it. A function left out of its bundle would
+/// fail only when deployed; one in two bundles would be code shipped twice.
+#[test]
+fn each_function_runs_from_the_bundle_its_binary_names_under_its_handler() {
+    let model = crate::support::project_model(&[]);
+    let mut deployed: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for function in &model.functions {
+        assert!(
+            function.binary.starts_with("bundle-"),
+            "{}: Binary {} is not a bundle",
+            function.logical_id,
+            function.binary
+        );
+        let folder = root().join("functions").join(&function.handler);
+        assert!(
+            folder.join("src/main.rs").is_file() && !function.handler.starts_with("bundle-"),
+            "{}: Handler {} is no function folder in functions/",
+            function.logical_id,
+            function.handler
+        );
+        deployed
+            .entry(function.binary.clone())
+            .or_default()
+            .insert(function.handler.clone());
+    }
+    let mut bundles = BTreeSet::new();
+    for entry in std::fs::read_dir(root().join("functions")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("bundle-") {
+            bundles.insert(name);
+        }
+    }
+    assert_eq!(
+        bundles,
+        deployed.keys().cloned().collect::<BTreeSet<_>>(),
+        "a bundle no function deploys, or a Binary with no bundle"
+    );
+    for (bundle, handlers) in &deployed {
+        let main =
+            std::fs::read_to_string(root().join("functions").join(bundle).join("src/main.rs"))
+                .unwrap();
+        let (included, dispatched) = bundle_parts(&main);
+        assert_eq!(
+            &included, handlers,
+            "{bundle}: the folders its #[path]s include"
+        );
+        assert_eq!(
+            &dispatched, handlers,
+            "{bundle}: the names run_bundle dispatches"
+        );
+    }
+}
+
+/// The function folders a bundle's `main.rs` includes (`#[path = "../../NAME/src/main.rs"]`)
+/// and the names it dispatches (`("NAME", module::main)`).
+fn bundle_parts(main: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let included = main
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("#[path = \"../../"))
+        .filter_map(|rest| rest.strip_suffix("/src/main.rs\"]"))
+        .map(str::to_owned)
+        .collect();
+    let dispatched = main
+        .split("(\"")
+        .skip(1)
+        .filter_map(|rest| {
+            let (name, rest) = rest.split_once("\", ")?;
+            let (module, _) = rest.split_once(')')?;
+            (module == format!("{}::main", name.replace('-', "_"))).then(|| name.to_owned())
+        })
+        .collect();
+    (included, dispatched)
+}
+
+#[test]
+fn the_bundle_check_sees_a_function_dispatched_under_another_name() {
+    let main = "#[path = \"../../follow/src/main.rs\"]\nmod follow;\nfn main() { run_bundle(&[\n    (\"unfollow\", follow::main),\n]) }";
+    let (included, dispatched) = bundle_parts(main);
+    assert_eq!(included, BTreeSet::from(["follow".to_owned()]));
+    assert!(dispatched.is_empty(), "{dispatched:?}");
+}
+
 /// A function is its `main.rs` and nothing else: the logic is in `shared`, where its tests are.
 /// `make test` leaves the functions out of the test run (`--exclude`, see the Makefile), since a
 /// test harness per function is a debug link of the whole SDK each, 33 of them for no test; a

@@ -80,7 +80,8 @@ fn project_template_loads() {
     let model = project(&[]).expect("template.yaml loads");
 
     let put = function(&model, "PutProfileFunction");
-    assert_eq!(put.binary, "put-profile");
+    assert_eq!(put.binary, "bundle-social-api");
+    assert_eq!(put.handler, "put-profile");
     assert_eq!(put.timeout, Duration::from_secs(10));
     // Its own MemorySize (from the bench's memory-size table) wins over the Globals' 128.
     assert_eq!(put.memory_mb, 256);

@@ -29,12 +29,13 @@ fn every_function_stops_its_cold_start_naming_the_missing_variable() {
     let binaries = exe.parent().and_then(|d| d.parent()).unwrap();
     assert!(!model.functions.is_empty());
     for function in &model.functions {
-        if WITHOUT_CONFIGURATION.contains(&function.binary.as_str()) {
+        if WITHOUT_CONFIGURATION.contains(&function.handler.as_str()) {
             continue;
         }
         let output = Command::new(binaries.join(&function.binary))
             .env_clear()
             .env("AWS_REGION", "us-east-1")
+            .env("_HANDLER", &function.handler)
             .output()
             .unwrap_or_else(|err| panic!("{} runs: {err}", function.binary));
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -42,12 +43,32 @@ fn every_function_stops_its_cold_start_naming_the_missing_variable() {
             output.status.code(),
             Some(1),
             "{}: {stderr}",
-            function.binary
+            function.handler
         );
         assert!(
             stderr.contains("cold start failed: missing environment variable"),
             "{}: {stderr}",
-            function.binary
+            function.handler
+        );
+    }
+    // A bundle runs only a function it holds, under the name Lambda hands it.
+    let bundle = &model.functions[0].binary;
+    for handler in [None, Some("no-such-function")] {
+        let mut command = Command::new(binaries.join(bundle));
+        command.env_clear().env("AWS_REGION", "us-east-1");
+        if let Some(handler) = handler {
+            command.env("_HANDLER", handler);
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{bundle} {handler:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("_HANDLER") && stderr.contains(&model.functions[0].handler),
+            "{bundle} {handler:?}: {stderr}"
         );
     }
 }

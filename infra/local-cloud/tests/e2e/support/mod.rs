@@ -93,14 +93,14 @@ pub async fn start_with(faults: &[&str], parameters: &[(&str, &str)]) -> LocalCl
     start(options).await
 }
 
-/// The logical id of the function built from `binary`.
-pub fn function_named(cloud: &LocalCloud, binary: &str) -> String {
+/// The logical id of the function whose `Handler` is `handler` (its folder in `functions/`).
+pub fn function_named(cloud: &LocalCloud, handler: &str) -> String {
     cloud
         .model
         .functions
         .iter()
-        .find(|f| f.binary == binary)
-        .unwrap_or_else(|| panic!("no function runs {binary}"))
+        .find(|f| f.handler == handler)
+        .unwrap_or_else(|| panic!("no function runs {handler}"))
         .name
         .clone()
 }
