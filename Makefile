@@ -89,7 +89,7 @@ test: ## everything CI runs: format, clippy, all tests, load/fuzz/bench smoke, t
 # clone), fetched in the background from its start, while clippy and the build keep the CPU
 # busy: the downloads then wait on the network beside them instead of in the steps that use
 # them. The template lint needs only these, so it runs there too.
-TOOLS := for venv in moto schemathesis lint sam; do bash infra/python/ensure-venv.sh $$venv || exit 1; done \
+TOOLS := for venv in moto schemathesis lint sam; do bash infra/python/ensure-venv.sh \$$venv || exit 1; done \
 	  && loadtest/artillery/run.sh --install-only && infra/lint-template.sh
 
 check: ## the fast tier, no emulator: format, clippy, unit and contract tests (a few minutes on a warm tree)
